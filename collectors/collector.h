@@ -1,0 +1,51 @@
+// The Collector interface: one per data source, metrics built fresh on every scrape.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/metric_sink.h"
+
+namespace nvmeof {
+
+// Roots of the kernel's virtual filesystems; injectable so every collector runs on fixtures.
+struct Paths {
+  std::string sysfs = "/sys";
+  std::string procfs = "/proc";
+  std::string configfs = "/sys/kernel/config";
+};
+
+// include/exclude by regular expression (ECMAScript, full match). Empty include admits all.
+struct NameFilter {
+  std::optional<std::regex> include;
+  std::optional<std::regex> exclude;
+  std::string include_text, exclude_text;  // for messages and --config.check output
+
+  bool Allows(std::string_view name) const;
+};
+
+struct CollectorOptions {
+  Paths paths;
+  NameFilter rdma_devices;  // RDMA devices (mlx5_0, rxe0): rdma, pfc (via their netdevs)
+  NameFilter netdevs;       // pfc: netdevs beyond the RDMA ones (include) and ones to skip
+  NameFilter nvme_controllers;  // nvme_host: nvme0, nvme1, ...
+  // Test hook for the pfc collector: read "ethtool -S" style text files from here instead of
+  // the SIOCETHTOOL ioctl (see collectors/pfc.h). Empty in production.
+  std::string ethtool_fixture_dir;
+};
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual std::string_view Name() const = 0;
+  // Appends this scrape's series to `out`. Returns false when the source failed as a whole
+  // (reported as nvmeof_exporter_collector_success 0); series it could read are still kept.
+  // A missing source (no RDMA devices, no nvmet loaded) is success with no series.
+  virtual bool Collect(MetricSink& out) = 0;
+};
+
+}  // namespace nvmeof

@@ -1,0 +1,46 @@
+// MetricSink: collectors append samples by family name; families keep first-seen order.
+#pragma once
+
+#include <prometheus/metric_family.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace nvmeof {
+
+using Labels = std::vector<prometheus::ClientMetric::Label>;
+
+class MetricSink {
+ public:
+  void Gauge(std::string_view name, std::string_view help, Labels labels, double value);
+  void Counter(std::string_view name, std::string_view help, Labels labels, double value);
+  // Buckets are cumulative counts for the given upper bounds (without +Inf; count is +Inf).
+  void Histogram(std::string_view name, std::string_view help, Labels labels,
+                 const std::vector<double>& upper_bounds,
+                 const std::vector<std::uint64_t>& cumulative, std::uint64_t count, double sum);
+
+  // A series the collector could not produce (unreadable file, "N/A (no PMA)", odd value).
+  // Counted into nvmeof_exporter_collector_skipped_series instead of emitting a false 0.
+  void Skip(size_t n = 1) { skipped_ += n; }
+  size_t skipped() const { return skipped_; }
+
+  // Moves everything collected so far out, in insertion order.
+  std::vector<prometheus::MetricFamily> Take();
+  void Append(MetricSink&& other);
+  bool Empty() const { return families_.empty(); }
+  // Lookup for tests: the family by name, or nullptr.
+  const prometheus::MetricFamily* Find(std::string_view name) const;
+
+ private:
+  prometheus::ClientMetric& Add(std::string_view name, std::string_view help,
+                                prometheus::MetricType type, Labels labels);
+
+  std::vector<prometheus::MetricFamily> families_;
+  std::unordered_map<std::string, size_t> index_;
+  size_t skipped_ = 0;
+};
+
+}  // namespace nvmeof

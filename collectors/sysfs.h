@@ -1,0 +1,39 @@
+// Small readers for sysfs, procfs and configfs trees. None of them throw: a file that is
+// missing, unreadable or not what we expect is "no value" and the caller skips the series.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+
+namespace nvmeof {
+
+// Whole file with trailing whitespace removed; nullopt if it cannot be opened or read.
+// Reads at most 64 KiB: these are attribute files, a bigger one is not what we think it is.
+std::optional<std::string> ReadFile(const std::string& path);
+
+// A file holding one unsigned decimal integer (as every sysfs counter does). nullopt for
+// anything else, e.g. "N/A (no PMA)" on iWARP ports, empty files, or garbage.
+std::optional<std::uint64_t> ReadU64(const std::string& path);
+std::optional<std::uint64_t> ParseU64(std::string_view text);
+
+// Entry names in a directory, sorted, without "." and ".."; empty if it does not exist.
+std::vector<std::string> ListDir(const std::string& path);
+bool IsDir(const std::string& path);
+bool Exists(const std::string& path);
+
+// Last path component of a symlink's target ("../../nvme-subsys0" -> "nvme-subsys0").
+std::optional<std::string> ReadLinkBase(const std::string& path);
+
+// The netdevs RDMA ports are bound to: /sys/class/infiniband/DEV/ports/N/gid_attrs/ndevs/*.
+struct RdmaNetdev {
+  std::string device;
+  std::string port;
+  std::string netdev;
+};
+std::vector<RdmaNetdev> ListRdmaNetdevs(const Paths& paths, const NameFilter& devices);
+
+}  // namespace nvmeof
