@@ -1,1 +1,94 @@
-int main() { return 0; }
+// nvmeof_exporter: parse flags and config, start collectors and the web server, wait for a signal.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "collectors/registry.h"
+#include "exporter/config.h"
+#include "exporter/log.h"
+#include "exporter/scraper.h"
+#include "exporter/web_config.h"
+#include "exporter/web_server.h"
+
+namespace {
+
+constexpr int kExitUsage = 2;  // bad flags or config, as Prometheus' own tools do
+
+int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
+  std::vector<std::unique_ptr<nvmeof::Collector>> collectors;
+  std::string enabled;
+  for (const auto& info : nvmeof::AllCollectors()) {
+    if (!options.collectors.at(std::string(info.name))) continue;
+    collectors.push_back(info.make(options.collector));
+    enabled += (enabled.empty() ? "" : ",") + std::string(info.name);
+  }
+  nvmeof::Scraper scraper(std::move(collectors));
+
+  // Block the signals before any thread starts so only sigwait() below sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const bool tls = web_config.tls();
+  const bool auth = !web_config.users.empty();
+  nvmeof::WebServer server(options.web, std::move(web_config), [&] { return scraper.Scrape(); });
+  std::string error;
+  if (!server.Start(&error)) {
+    nvmeof::LogError("cannot start web server", nvmeof::Kv("err", error));
+    return 1;
+  }
+  nvmeof::LogInfo("listening", nvmeof::Kv("address", options.web.listen_address) + " " +
+                                   nvmeof::Kv("port", std::to_string(server.port())) + " " +
+                                   nvmeof::Kv("tls", tls ? "on" : "off") + " " +
+                                   nvmeof::Kv("basic_auth", auth ? "on" : "off") + " " +
+                                   nvmeof::Kv("collectors", enabled));
+  int sig = 0;
+  sigwait(&signals, &sig);
+  nvmeof::LogInfo("shutting down", nvmeof::Kv("signal", strsignal(sig)));
+  server.Stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  nvmeof::Options options;
+  std::string error;
+  if (!nvmeof::ParseOptions(argc, argv, &options, &error)) {
+    std::cerr << "nvmeof_exporter: " << error << "\n";
+    return kExitUsage;
+  }
+  if (options.show_help) {
+    std::cout << nvmeof::UsageText();
+    return 0;
+  }
+  if (options.show_version) {
+    std::cout << "nvmeof_exporter " NVMEOF_VERSION " (revision " NVMEOF_REVISION ")\n";
+    return 0;
+  }
+  nvmeof::LogLevel level = nvmeof::LogLevel::kInfo;
+  nvmeof::ParseLogLevel(options.log_level, &level);
+  nvmeof::SetLogLevel(level);
+
+  nvmeof::WebConfig web_config;
+  if (!options.web.config_file.empty() &&
+      !nvmeof::LoadWebConfig(options.web.config_file, &web_config, &error)) {
+    std::cerr << "nvmeof_exporter: --web.config.file " << options.web.config_file << ": " << error
+              << "\n";
+    return kExitUsage;
+  }
+  if (options.config_check) {
+    std::cout << "configuration OK\n";
+    return 0;
+  }
+  if (options.subcommand == "probe") {
+    std::cerr << "nvmeof_exporter: probe: this build has no BPF support\n";
+    return 1;
+  }
+  return Serve(options, std::move(web_config));
+}

@@ -1,0 +1,59 @@
+// HTTP(S) server on libmicrohttpd: /, the telemetry path, 404 elsewhere. TLS and basic auth
+// from the exporter-toolkit web config; bounded connections, timeouts and concurrent scrapes.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "exporter/config.h"
+#include "exporter/web_config.h"
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+namespace nvmeof {
+
+class WebServer {
+ public:
+  using Handler = std::function<std::string()>;  // returns the text exposition
+
+  WebServer(WebOptions options, WebConfig config, Handler metrics);
+  ~WebServer();
+  WebServer(const WebServer&) = delete;
+  WebServer& operator=(const WebServer&) = delete;
+
+  // Binds and starts the server threads. On failure returns false with *error set.
+  bool Start(std::string* error);
+  void Stop();
+  // Port actually bound (useful with port 0 in tests).
+  int port() const { return port_; }
+
+ private:
+  static int Dispatch(void* cls, MHD_Connection* connection, const char* url, const char* method,
+                      const char* version, const char* upload_data, size_t* upload_data_size,
+                      void** con_cls);
+  int Handle(MHD_Connection* connection, const std::string& url, const std::string& method);
+  bool Authorized(MHD_Connection* connection);
+  int Reply(MHD_Connection* connection, unsigned code, const std::string& content_type,
+            std::string body, bool gzip_ok);
+
+  WebOptions options_;
+  WebConfig config_;
+  Handler metrics_;
+  MHD_Daemon* daemon_ = nullptr;
+  int port_ = 0;
+  std::atomic<int> in_flight_{0};
+  // Passwords that verified, keyed by user, so bcrypt (tens of ms) runs once per credential.
+  std::mutex auth_mu_;
+  std::map<std::string, std::string> auth_cache_;
+};
+
+// Compresses with gzip framing (zlib). Exposed for tests.
+std::string Gzip(const std::string& data);
+// True if an Accept-Encoding header value admits gzip.
+bool AcceptsGzip(const char* accept_encoding);
+
+}  // namespace nvmeof
