@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what nvmeof_exporter needs to build and run (Debian 12). With --test, also what the
+# tests need (a real Prometheus with promtool, fio, openssl, ...). Idempotent.
+set -euo pipefail
+[ "$(id -u)" = 0 ] || { echo "run as root (apt-get)" >&2; exit 1; }
+
+BUILD=(cmake g++ make pkg-config git clang llvm bpftool libbpf-dev
+  prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libmnl-dev zlib1g-dev
+  libcrypt-dev libibverbs-dev rdma-core)
+TEST=(libgtest-dev libgmock-dev prometheus curl openssl apache2-utils python3 iproute2 ethtool
+  fio util-linux libbpf-tools rsync)
+
+want=("${BUILD[@]}")
+[ "${1:-}" = --test ] && want+=("${TEST[@]}")
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what the tests need, builds, and runs every test: unit, end-to-end (with a real
+# Prometheus), and the real-kernel VM suite when tests/vm exists. .ci/run calls exactly this.
+#   SKIP_VM=1 tests/run-all.sh   # host tests only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deploy/install-deps.sh --test
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)"
+ctest --test-dir build --output-on-failure -j2 -LE vm
+if [ "${SKIP_VM:-0}" != 1 ] && [ -x tests/vm/run-suite.sh ]; then
+  tests/vm/run-suite.sh build/nvmeof_exporter
+fi
