@@ -1,15 +1,259 @@
-// STUB: replaced by the real collector.
+// The rdma collector: RDMA devices and ports from sysfs (/sys/class/infiniband).
+//
+// Per device: <dev>/{node_type,fw_ver,node_guid,hca_type,board_id} and <dev>/hw_counters/.
+// Per port:   <dev>/ports/N/{state,phys_state,rate,link_layer}, gid_attrs/ndevs/* (netdevs),
+//             counters/ (IB PMA port counters) and hw_counters/ (driver counters).
+// Needs no privileges: everything read here is world-readable.
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "collectors/rdma_counter_map.h"
 #include "collectors/registry.h"
+#include "collectors/sysfs.h"
 
 namespace nvmeof {
 namespace {
+
+// Kernel names (drivers/infiniband/core/sysfs.c). NOP is left out: the port is not reporting.
+constexpr std::string_view kPortStates[] = {"DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+constexpr std::string_view kPhysStates[] = {
+    "Sleep",  "Polling",           "Disabled", "PortConfigurationTraining",
+    "LinkUp", "LinkErrorRecovery", "Phy Test"};
+
+// counters/ files with their own metric; every other file goes to rdma_port_counter_total.
+struct PortCounter {
+  std::string_view file;
+  std::string_view metric;
+  std::string_view help;
+  double scale;
+};
+constexpr PortCounter kPortCounters[] = {
+    // PortXmitData/PortRcvData count 4-byte words (IBA PortCounters), not bytes.
+    {"port_xmit_data", "rdma_port_transmit_bytes_total", "Bytes transmitted on the port (PMA).", 4},
+    {"port_rcv_data", "rdma_port_receive_bytes_total", "Bytes received on the port (PMA).", 4},
+    {"port_xmit_packets", "rdma_port_transmit_packets_total",
+     "Packets transmitted on the port (PMA).", 1},
+    {"port_rcv_packets", "rdma_port_receive_packets_total", "Packets received on the port (PMA).",
+     1},
+    {"unicast_xmit_packets", "rdma_port_unicast_transmit_packets_total",
+     "Unicast packets transmitted on the port (PMA).", 1},
+    {"unicast_rcv_packets", "rdma_port_unicast_receive_packets_total",
+     "Unicast packets received on the port (PMA).", 1},
+    {"multicast_xmit_packets", "rdma_port_multicast_transmit_packets_total",
+     "Multicast packets transmitted on the port (PMA).", 1},
+    {"multicast_rcv_packets", "rdma_port_multicast_receive_packets_total",
+     "Multicast packets received on the port (PMA).", 1},
+};
+
+constexpr std::string_view kHwCounterHelp =
+    "Every RDMA hw_counter by its driver name; port=\"0\" is the device-scope hw_counters "
+    "directory.";
+
+// "4: ACTIVE" -> "ACTIVE", "5: LinkUp" -> "LinkUp", "1: CA" -> "CA".
+std::optional<std::string> ParseNumberedName(std::string_view text) {
+  const auto colon = text.find(": ");
+  if (colon == std::string_view::npos || !ParseU64(text.substr(0, colon))) return std::nullopt;
+  std::string_view name = text.substr(colon + 2);
+  if (name.empty()) return std::nullopt;
+  return std::string(name);
+}
+
+// "100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)" -> bytes per second. The kernel prints the
+// signalling rate of width x lane speed; for SDR/DDR/QDR that includes 8b/10b encoding.
+std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
+  const auto unit = text.find(" Gb/sec");
+  if (unit == std::string_view::npos || unit == 0) return std::nullopt;
+  const std::string_view number = text.substr(0, unit);
+  if (number.find_first_not_of("0123456789.") != std::string_view::npos) return std::nullopt;
+  double gbps = 0;
+  auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), gbps);
+  if (ec != std::errc() || ptr != number.data() + number.size()) return std::nullopt;
+  return gbps * 1e9 / 8;
+}
+
+// A hw_counters/ directory: counter name -> value (nullopt if unreadable or not a number).
+// `lifespan` is the driver's cache time in ms, a setting and not a counter.
+std::map<std::string, std::optional<std::uint64_t>> ReadHwCounters(const std::string& dir) {
+  std::map<std::string, std::optional<std::uint64_t>> counters;
+  for (const auto& name : ListDir(dir)) {
+    if (name == "lifespan") continue;
+    counters.emplace(name, ReadU64(dir + "/" + name));
+  }
+  return counters;
+}
+
 class RdmaCollector : public Collector {
  public:
+  explicit RdmaCollector(const CollectorOptions& options) : options_(options) {}
+
   std::string_view Name() const override { return "rdma"; }
-  bool Collect(MetricSink&) override { return true; }
+
+  bool Collect(MetricSink& out) override {
+    const std::string root = options_.paths.sysfs + "/class/infiniband";
+    if (!IsDir(root)) return true;  // no RDMA stack loaded: nothing to report
+    if (::access(root.c_str(), R_OK | X_OK) != 0) return false;
+    for (const auto& dev : ListDir(root)) {
+      if (options_.rdma_devices.Allows(dev)) CollectDevice(root + "/" + dev, dev, out);
+    }
+    return true;
+  }
+
+ private:
+  void CollectDevice(const std::string& dir, const std::string& dev, MetricSink& out) {
+    auto attr = [&](const char* name) { return ReadFile(dir + "/" + name).value_or(""); };
+    std::string node_type = attr("node_type");
+    if (auto parsed = ParseNumberedName(node_type)) node_type = *parsed;
+    out.Gauge("rdma_device_info", "RDMA device metadata; value is always 1.",
+              {{"device", dev},
+               {"node_type", node_type},
+               {"hca_type", attr("hca_type")},
+               {"fw_ver", attr("fw_ver")},
+               {"node_guid", attr("node_guid")},
+               {"board_id", attr("board_id")}},
+              1);
+
+    bool port_hw_counters = false;
+    for (const auto& port : ListDir(dir + "/ports")) {
+      port_hw_counters |= CollectPort(dir + "/ports/" + port, dev, port, out);
+    }
+
+    // Device-scope counters (mlx5, cxgb4, efa) get port="0". On mlx5 they repeat port 1's
+    // counter set, so stable names come from them only when no port has hw_counters; otherwise
+    // a sum over ports would count them twice.
+    const std::string hw = dir + "/hw_counters";
+    if (IsDir(hw)) EmitHwCounters(ReadHwCounters(hw), dev, "0", !port_hw_counters, out);
+  }
+
+  // Returns whether the port has a hw_counters directory.
+  bool CollectPort(const std::string& dir, const std::string& dev, const std::string& port,
+                   MetricSink& out) {
+    const std::string link_layer = ReadFile(dir + "/link_layer").value_or("");
+    // GID table slots name the netdev of each GID; unused slots fail with EINVAL and IB ports
+    // have no netdev at all. A port normally has one netdev (VLANs/bonds can add more).
+    std::set<std::string> netdevs;
+    const std::string ndevs = dir + "/gid_attrs/ndevs";
+    for (const auto& slot : ListDir(ndevs)) {
+      auto name = ReadFile(ndevs + "/" + slot);
+      if (name && !name->empty()) netdevs.insert(*name);
+    }
+    if (netdevs.empty()) netdevs.insert("");
+    for (const auto& netdev : netdevs) {
+      out.Gauge("rdma_port_info",
+                "RDMA port metadata with the netdev it is bound to (\"\" for none); value is "
+                "always 1.",
+                {{"device", dev}, {"port", port}, {"netdev", netdev}, {"link_layer", link_layer}},
+                1);
+    }
+
+    EmitOneHot(dir + "/state", "rdma_port_state",
+               "Logical port state (one-hot): ACTIVE means the port can carry traffic.",
+               kPortStates, dev, port, out);
+    EmitOneHot(dir + "/phys_state", "rdma_port_phys_state",
+               "Physical port state (one-hot): LinkUp means the link is up.", kPhysStates, dev,
+               port, out);
+
+    auto rate = ReadFile(dir + "/rate");
+    auto bytes_per_second = rate ? ParseRateBytesPerSecond(*rate) : std::nullopt;
+    if (bytes_per_second) {
+      out.Gauge("rdma_port_rate_bytes_per_second",
+                "Active port rate as reported by sysfs (width x lane speed), in bytes/s.",
+                {{"device", dev}, {"port", port}}, *bytes_per_second);
+    } else {
+      out.Skip();
+    }
+
+    CollectPortCounters(dir + "/counters", dev, port, out);
+
+    const std::string hw = dir + "/hw_counters";
+    if (!IsDir(hw)) return false;
+    EmitHwCounters(ReadHwCounters(hw), dev, port, true, out);
+    return true;
+  }
+
+  void EmitOneHot(const std::string& path, std::string_view metric, std::string_view help,
+                  std::span<const std::string_view> states, const std::string& dev,
+                  const std::string& port, MetricSink& out) {
+    auto text = ReadFile(path);
+    auto current = text ? ParseNumberedName(*text) : std::nullopt;
+    if (!current) {
+      out.Skip();
+      return;
+    }
+    // A state we do not know (NOP, "<unknown>") leaves all known states at 0.
+    for (auto state : states) {
+      out.Gauge(metric, help, {{"device", dev}, {"port", port}, {"state", std::string(state)}},
+                state == *current ? 1 : 0);
+    }
+  }
+
+  // counters/: IB PMA port counters. Ports without a PMA (iWARP) answer "N/A (no PMA)".
+  void CollectPortCounters(const std::string& dir, const std::string& dev, const std::string& port,
+                           MetricSink& out) {
+    for (const auto& name : ListDir(dir)) {
+      auto value = ReadU64(dir + "/" + name);
+      if (!value) {
+        out.Skip();
+        continue;
+      }
+      const PortCounter* known = nullptr;
+      for (const auto& c : kPortCounters) {
+        if (c.file == name) known = &c;
+      }
+      if (known) {
+        out.Counter(known->metric, known->help, {{"device", dev}, {"port", port}},
+                    static_cast<double>(*value) * known->scale);
+      } else {
+        out.Counter("rdma_port_counter_total",
+                    "IB PMA port counters (errors, discards, waits) by sysfs file name.",
+                    {{"device", dev}, {"port", port}, {"counter", name}},
+                    static_cast<double>(*value));
+      }
+    }
+  }
+
+  void EmitHwCounters(const std::map<std::string, std::optional<std::uint64_t>>& counters,
+                      const std::string& dev, const std::string& port, bool stable_names,
+                      MetricSink& out) {
+    for (const auto& [name, value] : counters) {
+      if (!value) {
+        out.Skip();
+        continue;
+      }
+      out.Counter("rdma_hw_counter_total", kHwCounterHelp,
+                  {{"device", dev}, {"port", port}, {"counter", name}},
+                  static_cast<double>(*value));
+    }
+    if (!stable_names) return;
+    for (const auto& stable : StableHwCounters()) {
+      for (const auto& source : stable.sources) {
+        auto it = counters.find(std::string(source.counter));
+        if (it == counters.end()) continue;
+        if (it->second) {
+          out.Counter(stable.metric, stable.help, {{"device", dev}, {"port", port}},
+                      static_cast<double>(*it->second));
+        } else {
+          out.Skip();
+        }
+        break;  // first present source wins, even if unreadable: no silent source switching
+      }
+    }
+  }
+
+  const CollectorOptions options_;
 };
+
 }  // namespace
-std::unique_ptr<Collector> NewRdmaCollector(const CollectorOptions&) {
-  return std::make_unique<RdmaCollector>();
+
+std::unique_ptr<Collector> NewRdmaCollector(const CollectorOptions& options) {
+  return std::make_unique<RdmaCollector>(options);
 }
+
 }  // namespace nvmeof

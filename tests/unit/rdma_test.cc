@@ -1,0 +1,534 @@
+// Tests for the rdma collector against tests/fixtures/sysfs (class/infiniband links into
+// devices/...), plus small trees written to a temp dir for cases the shared fixture should not
+// carry (several netdevs on one port, odd rate/state strings, newer driver names).
+//
+// Fixture devices: mlx5_0 (ConnectX-6 Dx RoCE, ens1f0np0), mlx5_2 (its second PF, link down,
+// ens1f1np1, one garbage hw_counter), mlx5_1 (ConnectX-6 HDR InfiniBand: IB GIDs have no
+// netdev, so its ndevs/0 is a dangling symlink that fails to read like the kernel's EINVAL),
+// irdma0 (E810 iWARP, ens2f0, counters/ answer "N/A (no PMA)"), bnxt_re0 (BCM57508, ens3f0np0,
+// pre-2025 counter names), rxe0 (veth0), siw0 (eth1).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "collectors/rdma_counter_map.h"
+#include "collectors/registry.h"
+
+namespace nvmeof {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
+
+struct Scrape {
+  MetricSink sink;
+  bool ok = false;
+};
+
+Scrape ScrapeRdma(const std::string& sysfs, NameFilter devices = {}) {
+  CollectorOptions options;
+  options.paths.sysfs = sysfs;
+  options.rdma_devices = std::move(devices);
+  Scrape s;
+  s.ok = NewRdmaCollector(options)->Collect(s.sink);
+  return s;
+}
+
+bool HasLabels(const prometheus::ClientMetric& m, const Labels& want) {
+  for (const auto& w : want) {
+    bool found = false;
+    for (const auto& l : m.label) found |= (l.name == w.name && l.value == w.value);
+    if (!found) return false;
+  }
+  return true;
+}
+
+// Series of `family` whose labels include all of `want`.
+std::vector<const prometheus::ClientMetric*> Find(const MetricSink& sink, std::string_view family,
+                                                  const Labels& want) {
+  std::vector<const prometheus::ClientMetric*> out;
+  if (const auto* f = sink.Find(family)) {
+    for (const auto& m : f->metric) {
+      if (HasLabels(m, want)) out.push_back(&m);
+    }
+  }
+  return out;
+}
+
+// The value of the one series matching, or nullopt if none (fails the test if several match).
+std::optional<double> Value(const MetricSink& sink, std::string_view family, const Labels& want) {
+  auto found = Find(sink, family, want);
+  if (found.empty()) return std::nullopt;
+  EXPECT_EQ(found.size(), 1u) << family;
+  const auto* f = sink.Find(family);
+  return f->type == prometheus::MetricType::Counter ? found[0]->counter.value
+                                                    : found[0]->gauge.value;
+}
+
+std::string Label(const prometheus::ClientMetric& m, std::string_view name) {
+  for (const auto& l : m.label) {
+    if (l.name == name) return l.value;
+  }
+  return "<missing>";
+}
+
+// A scratch sysfs root, removed at the end of the test.
+class TempSysfs {
+ public:
+  TempSysfs() {
+    std::string tmpl = (fs::temp_directory_path() / "rdma_test_XXXXXX").string();
+    root_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempSysfs() { fs::remove_all(root_); }
+  const std::string& root() const { return root_; }
+  void Write(const std::string& rel, const std::string& content) const {
+    fs::path p = fs::path(root_) / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << content << "\n";
+  }
+  // A minimal port: class/infiniband/<dev>/ports/<port>/...
+  void Port(const std::string& dev, const std::string& port, const std::string& state,
+            const std::string& rate) const {
+    const std::string p = "class/infiniband/" + dev + "/ports/" + port + "/";
+    Write(p + "state", state);
+    Write(p + "phys_state", "5: LinkUp");
+    Write(p + "rate", rate);
+    Write(p + "link_layer", "Ethernet");
+  }
+
+ private:
+  std::string root_;
+};
+
+TEST(RdmaCollector, DeviceInfoPerDriver) {
+  auto s = ScrapeRdma(kSysfs);
+  ASSERT_TRUE(s.ok);
+  ASSERT_EQ(Find(s.sink, "rdma_device_info", {}).size(), 7u);
+  auto info = [&](const std::string& dev) {
+    auto found = Find(s.sink, "rdma_device_info", {{"device", dev}});
+    EXPECT_EQ(found.size(), 1u) << dev;
+    EXPECT_EQ(found[0]->gauge.value, 1);
+    return found[0];
+  };
+  const auto* mlx = info("mlx5_0");
+  EXPECT_EQ(Label(*mlx, "node_type"), "CA");
+  EXPECT_EQ(Label(*mlx, "hca_type"), "MT4125");
+  EXPECT_EQ(Label(*mlx, "fw_ver"), "22.39.1002");
+  EXPECT_EQ(Label(*mlx, "node_guid"), "b8ce:f603:00a1:b2c4");
+  EXPECT_EQ(Label(*mlx, "board_id"), "MT_0000000359");
+  EXPECT_EQ(Label(*info("mlx5_1"), "hca_type"), "MT4123");
+  // irdma has neither hca_type nor board_id: empty labels, the series is still there.
+  const auto* irdma = info("irdma0");
+  EXPECT_EQ(Label(*irdma, "node_type"), "RNIC");
+  EXPECT_EQ(Label(*irdma, "hca_type"), "");
+  EXPECT_EQ(Label(*irdma, "board_id"), "");
+  EXPECT_EQ(Label(*irdma, "fw_ver"), "1.71");
+  EXPECT_EQ(Label(*info("bnxt_re0"), "hca_type"), "Broadcom NetXtreme-C/E RoCE Driver HCA");
+  EXPECT_EQ(Label(*info("rxe0"), "fw_ver"), "");
+  EXPECT_EQ(Label(*info("siw0"), "node_type"), "RNIC");
+}
+
+TEST(RdmaCollector, PortInfoNetdevs) {
+  auto s = ScrapeRdma(kSysfs);
+  auto netdev_of = [&](const std::string& dev) {
+    auto found = Find(s.sink, "rdma_port_info", {{"device", dev}, {"port", "1"}});
+    EXPECT_EQ(found.size(), 1u) << dev;  // duplicate GID slots collapse to one netdev
+    return found.empty() ? "<none>" : Label(*found[0], "netdev");
+  };
+  EXPECT_EQ(netdev_of("mlx5_0"), "ens1f0np0");
+  EXPECT_EQ(netdev_of("mlx5_2"), "ens1f1np1");
+  EXPECT_EQ(netdev_of("mlx5_1"), "");  // InfiniBand: no netdev in the GID table
+  EXPECT_EQ(netdev_of("irdma0"), "ens2f0");
+  EXPECT_EQ(netdev_of("bnxt_re0"), "ens3f0np0");
+  EXPECT_EQ(netdev_of("rxe0"), "veth0");
+  EXPECT_EQ(netdev_of("siw0"), "eth1");
+  EXPECT_EQ(Label(*Find(s.sink, "rdma_port_info", {{"device", "mlx5_1"}})[0], "link_layer"),
+            "InfiniBand");
+  EXPECT_EQ(Label(*Find(s.sink, "rdma_port_info", {{"device", "mlx5_0"}})[0], "link_layer"),
+            "Ethernet");
+}
+
+TEST(RdmaCollector, PortStateIsOneHot) {
+  auto s = ScrapeRdma(kSysfs);
+  auto states = Find(s.sink, "rdma_port_state", {{"device", "mlx5_0"}, {"port", "1"}});
+  ASSERT_EQ(states.size(), 5u);
+  double sum = 0;
+  for (const auto* m : states) sum += m->gauge.value;
+  EXPECT_EQ(sum, 1);
+  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_0"}, {"state", "ACTIVE"}}), 1);
+  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_0"}, {"state", "DOWN"}}), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_2"}, {"state", "DOWN"}}), 1);
+  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_2"}, {"state", "ACTIVE"}}), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_0"}, {"state", "ACTIVE_DEFER"}}), 0);
+
+  EXPECT_EQ(Find(s.sink, "rdma_port_phys_state", {{"device", "mlx5_0"}}).size(), 7u);
+  EXPECT_EQ(Value(s.sink, "rdma_port_phys_state", {{"device", "mlx5_0"}, {"state", "LinkUp"}}), 1);
+  EXPECT_EQ(Value(s.sink, "rdma_port_phys_state", {{"device", "mlx5_2"}, {"state", "Disabled"}}),
+            1);
+  EXPECT_EQ(Value(s.sink, "rdma_port_phys_state", {{"device", "mlx5_2"}, {"state", "LinkUp"}}), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_port_phys_state", {{"device", "siw0"}, {"state", "Phy Test"}}), 0);
+}
+
+TEST(RdmaCollector, PortRateInBytesPerSecond) {
+  auto s = ScrapeRdma(kSysfs);
+  auto rate = [&](const std::string& dev) {
+    return Value(s.sink, "rdma_port_rate_bytes_per_second", {{"device", dev}, {"port", "1"}});
+  };
+  EXPECT_EQ(rate("mlx5_0"), 12.5e9);     // 100 Gb/sec (4X EDR)
+  EXPECT_EQ(rate("mlx5_1"), 25e9);       // 200 Gb/sec (4X HDR)
+  EXPECT_EQ(rate("mlx5_2"), 5e9);        // 40 Gb/sec (4X QDR), what a down mlx5 port shows
+  EXPECT_EQ(rate("bnxt_re0"), 3.125e9);  // 25 Gb/sec (1X EDR)
+  EXPECT_EQ(rate("rxe0"), 1.25e9);       // 10 Gb/sec (1X QDR)
+  EXPECT_EQ(rate("siw0"), 312.5e6);      // 2.5 Gb/sec (1X SDR)
+}
+
+TEST(RdmaCollector, PortRateStrings) {
+  TempSysfs t;
+  t.Port("a", "1", "4: ACTIVE", "400 Gb/sec (4X NDR)");
+  t.Port("b", "1", "4: ACTIVE", "5 Gb/sec (1X DDR)");
+  t.Port("c", "1", "4: ACTIVE", "Gb/sec");
+  t.Port("d", "1", "4: ACTIVE", "fast");
+  t.Port("e", "1", "4: ACTIVE", "-10 Gb/sec (1X SDR)");
+  auto s = ScrapeRdma(t.root());
+  EXPECT_EQ(Value(s.sink, "rdma_port_rate_bytes_per_second", {{"device", "a"}}), 50e9);
+  EXPECT_EQ(Value(s.sink, "rdma_port_rate_bytes_per_second", {{"device", "b"}}), 625e6);
+  for (const char* dev : {"c", "d", "e"}) {
+    EXPECT_FALSE(Value(s.sink, "rdma_port_rate_bytes_per_second", {{"device", dev}})) << dev;
+  }
+  EXPECT_EQ(s.sink.skipped(), 3u);
+}
+
+TEST(RdmaCollector, UnknownOrUnreadableState) {
+  TempSysfs t;
+  t.Port("nop", "1", "0: NOP", "10 Gb/sec (1X QDR)");
+  t.Port("odd", "1", "ACTIVE", "10 Gb/sec (1X QDR)");
+  auto s = ScrapeRdma(t.root());
+  // NOP is a state the kernel reports but not one we export: every known state is 0.
+  auto nop = Find(s.sink, "rdma_port_state", {{"device", "nop"}});
+  ASSERT_EQ(nop.size(), 5u);
+  for (const auto* m : nop) EXPECT_EQ(m->gauge.value, 0);
+  // Not "<n>: <name>": the family is skipped for that port, not guessed.
+  EXPECT_TRUE(Find(s.sink, "rdma_port_state", {{"device", "odd"}}).empty());
+  EXPECT_EQ(s.sink.skipped(), 1u);
+}
+
+TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
+  auto s = ScrapeRdma(kSysfs);
+  const Labels mlx = {{"device", "mlx5_0"}, {"port", "1"}};
+  EXPECT_EQ(Value(s.sink, "rdma_port_transmit_bytes_total", mlx), 1843827611239.0 * 4);
+  EXPECT_EQ(Value(s.sink, "rdma_port_receive_bytes_total", mlx), 2511037748021.0 * 4);
+  EXPECT_EQ(Value(s.sink, "rdma_port_transmit_packets_total", mlx), 2230472981);
+  EXPECT_EQ(Value(s.sink, "rdma_port_receive_packets_total", mlx), 2712950443);
+  EXPECT_EQ(Value(s.sink, "rdma_port_unicast_transmit_packets_total", mlx), 2230470112);
+  EXPECT_EQ(Value(s.sink, "rdma_port_unicast_receive_packets_total", mlx), 2712947031);
+  EXPECT_EQ(Value(s.sink, "rdma_port_multicast_transmit_packets_total", mlx), 2869);
+  EXPECT_EQ(Value(s.sink, "rdma_port_multicast_receive_packets_total", mlx), 3412);
+  EXPECT_EQ(s.sink.Find("rdma_port_transmit_bytes_total")->type, prometheus::MetricType::Counter);
+
+  // Everything else in counters/ is generic, by file name; the named ones are not repeated.
+  auto generic = [&](const std::string& dev, const std::string& counter) {
+    return Value(s.sink, "rdma_port_counter_total",
+                 {{"device", dev}, {"port", "1"}, {"counter", counter}});
+  };
+  EXPECT_EQ(generic("mlx5_0", "port_rcv_errors"), 14);
+  EXPECT_EQ(generic("mlx5_0", "port_xmit_discards"), 3);
+  EXPECT_EQ(generic("mlx5_0", "port_xmit_wait"), 918273);
+  EXPECT_EQ(generic("mlx5_0", "symbol_error"), 0);
+  EXPECT_EQ(generic("mlx5_0", "VL15_dropped"), 0);
+  EXPECT_EQ(generic("mlx5_1", "symbol_error"), 3);
+  EXPECT_EQ(generic("mlx5_2", "link_downed"), 1);
+  EXPECT_FALSE(generic("mlx5_0", "port_xmit_data"));
+  EXPECT_EQ(Find(s.sink, "rdma_port_counter_total", {{"device", "mlx5_0"}}).size(), 21u - 8u);
+  // rxe, bnxt_re and siw have no counters/ directory at all.
+  for (const char* dev : {"rxe0", "bnxt_re0", "siw0"}) {
+    EXPECT_TRUE(Find(s.sink, "rdma_port_counter_total", {{"device", dev}}).empty()) << dev;
+    EXPECT_FALSE(Value(s.sink, "rdma_port_transmit_bytes_total", {{"device", dev}})) << dev;
+  }
+}
+
+TEST(RdmaCollector, IwarpNoPmaAndGarbageAreSkippedNotZero) {
+  auto s = ScrapeRdma(kSysfs);
+  // irdma0: all 16 counters/ files say "N/A (no PMA)".
+  EXPECT_TRUE(Find(s.sink, "rdma_port_counter_total", {{"device", "irdma0"}}).empty());
+  EXPECT_FALSE(Value(s.sink, "rdma_port_transmit_bytes_total", {{"device", "irdma0"}}));
+  EXPECT_FALSE(Value(s.sink, "rdma_port_receive_packets_total", {{"device", "irdma0"}}));
+  // mlx5_2 port 1: np_cnp_sent holds garbage, so neither its generic nor its stable series exist.
+  EXPECT_FALSE(Value(s.sink, "rdma_hw_counter_total",
+                     {{"device", "mlx5_2"}, {"port", "1"}, {"counter", "np_cnp_sent"}}));
+  EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", {{"device", "mlx5_2"}, {"port", "1"}}));
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", {{"device", "mlx5_2"}, {"port", "1"}}), 0);
+  // The device-scope copy of the same counter is fine.
+  EXPECT_EQ(Value(s.sink, "rdma_hw_counter_total",
+                  {{"device", "mlx5_2"}, {"port", "0"}, {"counter", "np_cnp_sent"}}),
+            0);
+  EXPECT_EQ(s.sink.skipped(), 16u + 2u);
+}
+
+TEST(RdmaCollector, HwCountersGenericPortAndDeviceScope) {
+  auto s = ScrapeRdma(kSysfs);
+  auto hw = [&](const std::string& dev, const std::string& port, const std::string& counter) {
+    return Value(s.sink, "rdma_hw_counter_total",
+                 {{"device", dev}, {"port", port}, {"counter", counter}});
+  };
+  EXPECT_EQ(hw("mlx5_0", "1", "np_cnp_sent"), 201316);
+  EXPECT_EQ(hw("mlx5_0", "1", "roce_adp_retrans"), 57);
+  EXPECT_EQ(hw("mlx5_0", "0", "np_cnp_sent"), 201316);  // device scope: port="0"
+  EXPECT_EQ(hw("rxe0", "1", "ack_deferred"), 1422);
+  EXPECT_EQ(hw("irdma0", "1", "ip4InOctets"), 771300318842);
+  EXPECT_EQ(hw("bnxt_re0", "1", "active_qps"), 66);
+  // lifespan is the driver's cache time, not a counter.
+  EXPECT_TRUE(Find(s.sink, "rdma_hw_counter_total", {{"counter", "lifespan"}}).empty());
+  EXPECT_EQ(Find(s.sink, "rdma_hw_counter_total", {{"device", "rxe0"}}).size(), 15u);
+  EXPECT_EQ(Find(s.sink, "rdma_hw_counter_total", {{"device", "mlx5_0"}, {"port", "1"}}).size(),
+            31u);
+  EXPECT_EQ(Find(s.sink, "rdma_hw_counter_total", {{"device", "mlx5_0"}, {"port", "0"}}).size(),
+            31u);
+  EXPECT_TRUE(Find(s.sink, "rdma_hw_counter_total", {{"device", "siw0"}}).empty());
+  // Device scope repeats port 1 on mlx5: it gets no stable names (sums would double count).
+  EXPECT_TRUE(Find(s.sink, "rdma_cnp_sent_total", {{"port", "0"}}).empty());
+}
+
+TEST(RdmaCollector, StableNamesMlx5) {
+  auto s = ScrapeRdma(kSysfs);
+  const Labels p = {{"device", "mlx5_0"}, {"port", "1"}};
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", p), 201316);
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", p), 158233);
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_ignored_total", p), 19);
+  EXPECT_EQ(Value(s.sink, "rdma_ecn_marked_packets_total", p), 201774);
+  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", p), 3391);
+  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", p), 842);
+  EXPECT_EQ(Value(s.sink, "rdma_implied_nak_sequence_errors_total", p), 5);
+  EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", p), 64);
+  EXPECT_EQ(Value(s.sink, "rdma_rnr_nak_errors_total", p), 11);
+  EXPECT_EQ(Value(s.sink, "rdma_duplicate_requests_total", p), 27);
+  EXPECT_EQ(Value(s.sink, "rdma_retry_exceeded_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_rnr_retry_exceeded_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_out_of_buffer_discards_total", p), 1207);
+  EXPECT_EQ(Value(s.sink, "rdma_requester_cqe_errors_total", p), 3);
+  EXPECT_EQ(Value(s.sink, "rdma_responder_cqe_errors_total", p), 2);
+  EXPECT_EQ(Value(s.sink, "rdma_remote_access_errors_total", p), 1);
+  EXPECT_EQ(Value(s.sink, "rdma_received_write_requests_total", p), 48211903);
+  EXPECT_EQ(Value(s.sink, "rdma_received_read_requests_total", p), 12804417);
+  // mlx5 has no retransmit count and its rdma_tx_* counters are optional (absent here).
+  EXPECT_FALSE(Value(s.sink, "rdma_retransmits_total", p));
+  EXPECT_FALSE(Value(s.sink, "rdma_transmit_packets_total", p));
+  // InfiniBand mlx5 has no congestion counters.
+  EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", {{"device", "mlx5_1"}}));
+  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", {{"device", "mlx5_1"}, {"port", "1"}}), 12);
+  EXPECT_EQ(s.sink.Find("rdma_cnp_sent_total")->type, prometheus::MetricType::Counter);
+}
+
+TEST(RdmaCollector, StableNamesRxe) {
+  auto s = ScrapeRdma(kSysfs);
+  const Labels p = {{"device", "rxe0"}, {"port", "1"}};
+  EXPECT_EQ(Value(s.sink, "rdma_transmit_packets_total", p), 3894121);
+  EXPECT_EQ(Value(s.sink, "rdma_receive_packets_total", p), 3901877);
+  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", p), 17);
+  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", p), 9);
+  EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", p), 12);
+  EXPECT_EQ(Value(s.sink, "rdma_duplicate_requests_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_rnr_nak_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_rnr_naks_sent_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_retry_exceeded_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_rnr_retry_exceeded_errors_total", p), 0);
+  EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", p));  // soft-RoCE does no DCQCN
+}
+
+TEST(RdmaCollector, StableNamesIrdma) {
+  auto s = ScrapeRdma(kSysfs);
+  const Labels p = {{"device", "irdma0"}, {"port", "1"}};
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_ignored_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_ecn_marked_packets_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", p), 1733);
+  EXPECT_EQ(Value(s.sink, "rdma_received_write_requests_total", p), 30119874);
+  EXPECT_EQ(Value(s.sink, "rdma_received_read_requests_total", p), 2210443);
+}
+
+TEST(RdmaCollector, StableNamesBnxtReOldNames) {
+  auto s = ScrapeRdma(kSysfs);
+  const Labels p = {{"device", "bnxt_re0"}, {"port", "1"}};
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", p), 88121);                 // tx_cnp_pkts
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", p), 61204);              // rx_cnp_pkts
+  EXPECT_EQ(Value(s.sink, "rdma_ecn_marked_packets_total", p), 88433);       // rx_ecn_marked_pkts
+  EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", p), 37);    // to_retransmits
+  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", p), 219);     // seq_err_naks_rcvd
+  EXPECT_EQ(Value(s.sink, "rdma_rnr_nak_errors_total", p), 8);               // rnr_naks_rcvd
+  EXPECT_EQ(Value(s.sink, "rdma_implied_nak_sequence_errors_total", p), 3);  // missing_resp
+  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", p), 1280);           // oos_drop_count
+  EXPECT_EQ(Value(s.sink, "rdma_duplicate_requests_total", p), 14);          // dup_req
+  EXPECT_EQ(Value(s.sink, "rdma_retry_exceeded_errors_total", p), 0);        // max_retry_exceeded
+  EXPECT_EQ(Value(s.sink, "rdma_out_of_buffer_discards_total", p), 77);      // rx_out_of_buffer
+  EXPECT_EQ(Value(s.sink, "rdma_receive_discards_total", p), 41);
+  EXPECT_EQ(Value(s.sink, "rdma_transmit_discards_total", p), 2);
+  EXPECT_EQ(Value(s.sink, "rdma_remote_access_errors_total", p), 1);  // remote_access_err
+  EXPECT_EQ(Value(s.sink, "rdma_remote_invalid_request_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "rdma_transmit_bytes_total", p), 4410236690021);
+  EXPECT_EQ(Value(s.sink, "rdma_receive_bytes_total", p), 4390187342117);
+  EXPECT_EQ(Value(s.sink, "rdma_received_write_requests_total", p), 28103317);  // rx_write_req
+  EXPECT_EQ(Value(s.sink, "rdma_received_atomic_requests_total", p), 0);        // rx_atomic_req
+}
+
+TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
+  TempSysfs t;
+  // bnxt_re after the 2025 rename, plus an out-of-tree driver's np_cnp_sent next to the upstream
+  // np_cnp_pkts: one device, two names for one event.
+  t.Port("bnxt_re0", "1", "4: ACTIVE", "100 Gb/sec (4X EDR)");
+  const std::string b = "class/infiniband/bnxt_re0/ports/1/hw_counters/";
+  t.Write(b + "np_cnp_sent", "500");
+  t.Write(b + "np_cnp_pkts", "400");
+  t.Write(b + "local_ack_timeout_err", "7");
+  t.Write(b + "packet_seq_err", "8");
+  t.Write(b + "duplicate_request", "9");
+  t.Write(b + "out_of_sequence", "10");
+  t.Write(b + "lifespan", "10");
+  // irdma with the gen3 names, which contain spaces.
+  t.Port("irdma1", "1", "4: ACTIVE", "200 Gb/sec (4X HDR)");
+  const std::string i = "class/infiniband/irdma1/ports/1/hw_counters/";
+  t.Write(i + "RetransSegs", "31");
+  t.Write(i + "RNR received", "4");
+  t.Write(i + "Nak Sequence Error", "5");
+  t.Write(i + "RTO", "6");
+  t.Write(i + "InRdmaReads", "70");
+  auto s = ScrapeRdma(t.root());
+  const Labels bp = {{"device", "bnxt_re0"}, {"port", "1"}};
+  EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", bp), 500);  // first in the table wins...
+  EXPECT_EQ(
+      Value(s.sink, "rdma_hw_counter_total", {{"device", "bnxt_re0"}, {"counter", "np_cnp_pkts"}}),
+      400);  // ...and the other stays generic
+  EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", bp), 7);
+  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", bp), 8);
+  EXPECT_EQ(Value(s.sink, "rdma_duplicate_requests_total", bp), 9);
+  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", bp), 10);
+  const Labels ip = {{"device", "irdma1"}, {"port", "1"}};
+  EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", ip), 31);
+  EXPECT_EQ(Value(s.sink, "rdma_rnr_nak_errors_total", ip), 4);
+  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", ip), 5);
+  EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", ip), 6);
+  EXPECT_EQ(Value(s.sink, "rdma_received_read_requests_total", ip), 70);
+  EXPECT_EQ(
+      Value(s.sink, "rdma_hw_counter_total", {{"device", "irdma1"}, {"counter", "RNR received"}}),
+      4);
+  EXPECT_EQ(s.sink.skipped(), 0u);
+}
+
+TEST(RdmaCollector, FirstSourceUnreadableIsSkippedNotReplaced) {
+  TempSysfs t;
+  t.Port("bnxt_re0", "1", "4: ACTIVE", "100 Gb/sec (4X EDR)");
+  const std::string b = "class/infiniband/bnxt_re0/ports/1/hw_counters/";
+  t.Write(b + "np_cnp_sent", "N/A");
+  t.Write(b + "tx_cnp_pkts", "400");
+  auto s = ScrapeRdma(t.root());
+  // Switching sources from scrape to scrape would look like counter resets.
+  EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", {{"device", "bnxt_re0"}}));
+  EXPECT_EQ(s.sink.skipped(), 2u);  // the generic series and the stable one
+}
+
+TEST(RdmaCollector, DeviceScopeOnlyDriverGetsStableNames) {
+  // cxgb4 style: hw_counters only at device scope.
+  TempSysfs t;
+  t.Port("cxgb4_0", "1", "4: ACTIVE", "25 Gb/sec (1X EDR)");
+  t.Write("class/infiniband/cxgb4_0/hw_counters/tcpRetransSegs", "99");
+  t.Write("class/infiniband/cxgb4_0/hw_counters/tcpInSegs", "1000");
+  auto s = ScrapeRdma(t.root());
+  EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", {{"device", "cxgb4_0"}, {"port", "0"}}), 99);
+  EXPECT_EQ(Value(s.sink, "rdma_hw_counter_total",
+                  {{"device", "cxgb4_0"}, {"port", "0"}, {"counter", "tcpInSegs"}}),
+            1000);
+}
+
+TEST(RdmaCollector, SeveralNetdevsOnOnePort) {
+  TempSysfs t;
+  t.Port("mlx5_0", "1", "4: ACTIVE", "100 Gb/sec (4X EDR)");
+  const std::string n = "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/";
+  t.Write(n + "0", "ens1f0np0");
+  t.Write(n + "1", "ens1f0np0");
+  t.Write(n + "2", "ens1f0np0.100");  // a VLAN's GIDs point at the VLAN netdev
+  t.Write(n + "3", "");
+  fs::create_directories(t.root() + "/" + n + "4");  // unreadable slot (read fails)
+  auto s = ScrapeRdma(t.root());
+  auto info = Find(s.sink, "rdma_port_info", {{"device", "mlx5_0"}});
+  ASSERT_EQ(info.size(), 2u);
+  std::set<std::string> netdevs;
+  for (const auto* m : info) netdevs.insert(Label(*m, "netdev"));
+  EXPECT_EQ(netdevs, (std::set<std::string>{"ens1f0np0", "ens1f0np0.100"}));
+  EXPECT_EQ(s.sink.skipped(), 0u);  // empty GID slots are normal, not missing data
+}
+
+TEST(RdmaCollector, DeviceFilter) {
+  NameFilter f;
+  f.include = std::regex("mlx5_.*");
+  f.exclude = std::regex("mlx5_1");
+  auto s = ScrapeRdma(kSysfs, f);
+  std::set<std::string> devices;
+  for (const auto* m : Find(s.sink, "rdma_device_info", {})) devices.insert(Label(*m, "device"));
+  EXPECT_EQ(devices, (std::set<std::string>{"mlx5_0", "mlx5_2"}));
+  EXPECT_TRUE(Find(s.sink, "rdma_hw_counter_total", {{"device", "rxe0"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "rdma_port_info", {{"device", "mlx5_1"}}).empty());
+  EXPECT_EQ(s.sink.skipped(), 2u);  // only mlx5_2's garbage counter is left
+}
+
+TEST(RdmaCollector, EmptyClassDirIsSuccessWithNoSeries) {
+  TempSysfs t;
+  fs::create_directories(t.root() + "/class/infiniband");
+  auto s = ScrapeRdma(t.root());
+  EXPECT_TRUE(s.ok);
+  EXPECT_TRUE(s.sink.Empty());
+  EXPECT_EQ(s.sink.skipped(), 0u);
+}
+
+TEST(RdmaCollector, NonexistentRootIsSuccessWithNoSeries) {
+  auto s = ScrapeRdma("/nonexistent/sysfs");
+  EXPECT_TRUE(s.ok);
+  EXPECT_TRUE(s.sink.Empty());
+}
+
+TEST(RdmaCollector, RepeatedScrapesAreIdentical) {
+  CollectorOptions options;
+  options.paths.sysfs = kSysfs;
+  auto c = NewRdmaCollector(options);
+  EXPECT_EQ(c->Name(), "rdma");
+  MetricSink a, b;
+  ASSERT_TRUE(c->Collect(a));
+  ASSERT_TRUE(c->Collect(b));
+  auto fa = a.Take(), fb = b.Take();
+  ASSERT_EQ(fa.size(), fb.size());
+  for (size_t i = 0; i < fa.size(); ++i) {
+    EXPECT_EQ(fa[i].name, fb[i].name);
+    EXPECT_EQ(fa[i].metric.size(), fb[i].metric.size()) << fa[i].name;
+  }
+}
+
+TEST(RdmaCounterMap, EveryDriverNameMapsOnce) {
+  std::set<std::string_view> counters, metrics;
+  for (const auto& stable : StableHwCounters()) {
+    EXPECT_TRUE(metrics.insert(stable.metric).second) << stable.metric;
+    EXPECT_EQ(stable.metric.substr(0, 5), "rdma_") << stable.metric;
+    EXPECT_TRUE(stable.metric.ends_with("_total")) << stable.metric;
+    EXPECT_FALSE(stable.help.empty()) << stable.metric;
+    EXPECT_FALSE(stable.sources.empty()) << stable.metric;
+    for (const auto& src : stable.sources) {
+      EXPECT_TRUE(counters.insert(src.counter).second) << src.counter;
+      EXPECT_FALSE(src.drivers.empty()) << src.counter;
+    }
+  }
+  EXPECT_FALSE(counters.contains("lifespan"));
+}
+
+TEST(RdmaCounterMap, NoClashWithOtherRdmaFamilies) {
+  for (const auto& stable : StableHwCounters()) {
+    EXPECT_FALSE(stable.metric.starts_with("rdma_port_")) << stable.metric;
+    EXPECT_NE(stable.metric, "rdma_hw_counter_total");
+  }
+}
+
+}  // namespace
+}  // namespace nvmeof
