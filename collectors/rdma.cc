@@ -136,15 +136,9 @@ class RdmaCollector : public Collector {
   bool CollectPort(const std::string& dir, const std::string& dev, const std::string& port,
                    MetricSink& out) {
     const std::string link_layer = ReadFile(dir + "/link_layer").value_or("");
-    // GID table slots name the netdev of each GID; unused slots fail with EINVAL and IB ports
-    // have no netdev at all. A port normally has one netdev (VLANs/bonds can add more).
-    std::set<std::string> netdevs;
-    const std::string ndevs = dir + "/gid_attrs/ndevs";
-    for (const auto& slot : ListDir(ndevs)) {
-      auto name = ReadFile(ndevs + "/" + slot);
-      if (name && !name->empty()) netdevs.insert(*name);
-    }
-    if (netdevs.empty()) netdevs.insert("");
+    // IB ports have no netdev; a RoCE port normally has one (VLANs/bonds can add more).
+    std::vector<std::string> netdevs = PortNetdevs(dir);
+    if (netdevs.empty()) netdevs.push_back("");
     for (const auto& netdev : netdevs) {
       out.Gauge("rdma_port_info",
                 "RDMA port metadata with the netdev it is bound to (\"\" for none); value is "

@@ -28,3 +28,30 @@ TEST(NameFilter, IncludeThenExclude) {
 
 }  // namespace
 }  // namespace nvmeof
+
+namespace nvmeof {
+namespace {
+
+TEST(PortNetdevs, StopsAfterARunOfUnusedSlots) {
+  char tmpl[] = "/tmp/portnetdevs.XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string ndevs = dir + "/gid_attrs/ndevs";
+  ASSERT_EQ(system(("mkdir -p " + ndevs).c_str()), 0);
+  auto put = [&](int slot, const char* text) {
+    FILE* f = fopen((ndevs + "/" + std::to_string(slot)).c_str(), "w");
+    fputs(text, f);
+    fclose(f);
+  };
+  // Slots 0..99 exist like a real table; 0, 1 and 10 are used (10 sorts before 2 as text).
+  for (int i = 0; i < 100; ++i) put(i, "");
+  put(0, "eth0\n");
+  put(1, "eth0\n");
+  put(10, "eth0.100\n");
+  put(80, "late0\n");  // after 32 unused slots in a row: not scanned
+  EXPECT_EQ(PortNetdevs(dir), (std::vector<std::string>{"eth0", "eth0.100"}));
+  EXPECT_TRUE(PortNetdevs(dir + "/missing").empty());
+  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
+}
+
+}  // namespace
+}  // namespace nvmeof
