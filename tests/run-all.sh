@@ -9,5 +9,5 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j2 -LE vm
 if [ "${SKIP_VM:-0}" != 1 ] && [ -x tests/vm/run-suite.sh ]; then
-  tests/vm/run-suite.sh build/nvmeof_exporter
+  tests/vm/run-suite.sh --exporter build/nvmeof_exporter
 fi

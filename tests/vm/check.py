@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Host-side checks of a VM scenario's results (python3 stdlib only).
+
+Usage: check.py --scenario NAME RESULTS_DIR
+
+RESULTS_DIR is what the guest wrote through 9p: scenario.env (what it configured), metrics-*.prom
+(the exporter's /metrics), sysfs-*.txt (the kernel's rdma hw_counters read right before and after a
+scrape), fio-*.json, series.txt (pathfault's timed scrapes). Every check compares the exporter's
+output with what the scenario configured or what the kernel reported. Prints one line per check
+and exits 1 if any failed.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+CONTROLLER_STATES = ["new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"]
+# rxe hw_counters that NVMe/RDMA I/O must move (sent/received packets, SENDs of command capsules).
+IO_COUNTERS = ["sent_pkts", "rcvd_pkts", "rdma_sends", "rdma_recvs"]
+COLLECTORS = ["rdma", "nvme_host", "nvmet"]
+# hw_counters files that are settings, not counters, and that the exporter leaves out.
+NOT_COUNTERS = {"lifespan"}
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$')
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def parse_labels(text):
+    labels, pos = {}, 0
+    while pos < len(text):
+        m = _LABEL.match(text, pos)
+        if not m:
+            raise ValueError('bad labels: %r' % text)
+        labels[m.group(1)] = re.sub(r'\\(.)', lambda e: {'n': '\n'}.get(e.group(1), e.group(1)),
+                                    m.group(2))
+        pos = m.end()
+    return labels
+
+
+def parse_metrics(text):
+    """Prometheus text format -> list of (name, labels, value)."""
+    samples = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith('#'):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            raise ValueError('bad sample line: %r' % line)
+        samples.append((m.group(1), parse_labels(m.group(2) or ''), float(m.group(3))))
+    return samples
+
+
+class Env(dict):
+    """scenario.env; a key the guest never wrote reads as a value no label has, so checks fail."""
+
+    def __missing__(self, key):
+        return '<%s unset>' % key
+
+
+class Checker:
+    def __init__(self, directory):
+        self.dir = directory
+        self.failures = 0
+        self.env = Env()
+        path = os.path.join(directory, 'scenario.env')
+        if os.path.exists(path):
+            for line in open(path):
+                key, _, value = line.rstrip('\n').partition('=')
+                self.env[key] = value
+
+    def check(self, ok, what, detail=''):
+        print('%s %s%s' % ('ok  ' if ok else 'FAIL', what, (': ' + detail) if detail and not ok else ''))
+        if not ok:
+            self.failures += 1
+        return ok
+
+    def metrics(self, name):
+        path = os.path.join(self.dir, 'metrics-%s.prom' % name)
+        if not self.check(os.path.exists(path) and os.path.getsize(path) > 0,
+                          'scrape %s present' % name, path):
+            return []
+        try:
+            return parse_metrics(open(path).read())
+        except ValueError as e:
+            self.check(False, 'scrape %s parses' % name, str(e))
+            return []
+
+    @staticmethod
+    def find(samples, name, **labels):
+        """Samples of NAME whose labels include LABELS (other labels are not constrained)."""
+        return [s for s in samples if s[0] == name and all(s[1].get(k) == v for k, v in labels.items())]
+
+    def expect_one(self, samples, where, name, value=1.0, **labels):
+        """Exactly one series of NAME with LABELS (among others), with VALUE unless VALUE is None."""
+        found = self.find(samples, name, **labels)
+        desc = '%s %s{%s}' % (where, name, ','.join('%s="%s"' % kv for kv in labels.items()))
+        if len(found) != 1:
+            self.check(False, desc, 'found %d; %s series: %s' % (
+                len(found), name, [s[1] for s in self.find(samples, name)][:5]))
+            return None
+        if value is None:
+            self.check(True, desc)
+        else:
+            self.check(found[0][2] == value, desc + ' == %g' % value, 'value %g' % found[0][2])
+        return found[0]
+
+    def expect_none(self, samples, where, *names):
+        for name in names:
+            self.check(not self.find(samples, name), '%s has no %s' % (where, name),
+                       str([s[1] for s in self.find(samples, name)][:3]))
+
+    def collectors_ok(self, samples, where):
+        for c in COLLECTORS:
+            self.expect_one(samples, where, 'nvmeof_exporter_collector_success', 1.0, collector=c)
+        # Any other enabled collector (pfc, tcp, bpf...) must not fail on a real kernel either.
+        failed = [s[1].get('collector') for s in self.find(samples, 'nvmeof_exporter_collector_success')
+                  if s[2] != 1]
+        self.check(not failed, '%s no collector failed' % where, 'failed: %s' % failed)
+
+    def sysfs(self, name):
+        values = {}
+        path = os.path.join(self.dir, 'sysfs-%s.txt' % name)
+        if os.path.exists(path):
+            for line in open(path):
+                dev, port, counter, value = line.split()
+                values[(dev, port, counter)] = int(value)
+        return values
+
+    # ---- the parts of the exporter's output checked against the scenario ----
+    def rdma_port(self, samples, where):
+        e = self.env
+        self.expect_one(samples, where, 'rdma_port_info', 1.0, device=e['RXE_DEV'], port=e['RXE_PORT'],
+                        netdev=e['RXE_NETDEV'], link_layer='Ethernet')
+        states = self.find(samples, 'rdma_port_state', device=e['RXE_DEV'], port=e['RXE_PORT'])
+        current = [s[1].get('state', '') for s in states if s[2] == 1]
+        self.check(len(current) == 1 and 'active' in current[0].lower(),
+                   '%s rdma_port_state of %s/%s is ACTIVE' % (where, e['RXE_DEV'], e['RXE_PORT']),
+                   'states set: %s' % current)
+
+    def rdma_counters_bracketed(self, samples, name):
+        """Each exported hw_counter lies between the kernel's values read before and after."""
+        pre, post = self.sysfs(name + '-pre'), self.sysfs(name + '-post')
+        if not self.check(bool(pre) and bool(post), 'sysfs hw_counters around scrape %s' % name):
+            return
+        bad, seen = [], 0
+        for (dev, port, counter), before in pre.items():
+            if counter in NOT_COUNTERS:
+                continue
+            found = self.find(samples, 'rdma_hw_counter_total', device=dev, port=port, counter=counter)
+            if not found:
+                bad.append('%s/%s %s missing' % (dev, port, counter))
+                continue
+            seen += 1
+            value = found[0][2]
+            if not before <= value <= post.get((dev, port, counter), before):
+                bad.append('%s/%s %s=%g not in [%d, %d]' % (dev, port, counter, value, before,
+                                                             post.get((dev, port, counter), -1)))
+        self.check(not bad, 'scrape %s: all %d rdma_hw_counter_total match the kernel' % (name, seen),
+                   '; '.join(bad[:6]))
+
+    def rdma_counters_increased(self, before, after):
+        e = self.env
+        for counter in IO_COUNTERS:
+            lab = dict(device=e['RXE_DEV'], port=e['RXE_PORT'], counter=counter)
+            b, a = self.find(before, 'rdma_hw_counter_total', **lab), self.find(after, 'rdma_hw_counter_total', **lab)
+            if self.check(b and a, 'rdma_hw_counter_total{counter="%s"} in both scrapes' % counter):
+                self.check(a[0][2] > b[0][2], 'rdma_hw_counter_total{counter="%s"} increased during I/O' % counter,
+                           '%g -> %g' % (b[0][2], a[0][2]))
+
+    def controller(self, samples, where, state='live'):
+        e = self.env
+        self.expect_one(samples, where, 'nvmeof_controller_info', 1.0, controller=e['CONTROLLER'],
+                        transport=e['TRANSPORT'], traddr=e['TRADDR'], trsvcid=e['TRSVCID'],
+                        subsysnqn=e['SUBSYSNQN'])
+        series = {s[1].get('state'): s[2] for s in self.find(samples, 'nvmeof_controller_state',
+                                                            controller=e['CONTROLLER'])}
+        self.check(set(CONTROLLER_STATES) <= set(series), '%s nvmeof_controller_state has every state' % where,
+                   'states: %s' % sorted(series))
+        self.check(series.get(state) == 1 and sum(series.values()) == 1,
+                   '%s nvmeof_controller_state{controller="%s"} is %s (one-hot)' % (where, e['CONTROLLER'], state),
+                   str(series))
+
+    def target(self, samples, where):
+        e = self.env
+        self.expect_one(samples, where, 'nvmeof_target_subsystem_info', 1.0, subsystem=e['SUBSYSNQN'])
+        self.expect_one(samples, where, 'nvmeof_target_namespace_info', 1.0, subsystem=e['SUBSYSNQN'],
+                        nsid=e['NSID'], device_path=e['DEVICE_PATH'])
+        self.expect_one(samples, where, 'nvmeof_target_port_info', 1.0, port=e['PORTID'], trtype=e['TRANSPORT'],
+                        traddr=e['TRADDR'], trsvcid=e['TRSVCID'], adrfam=e['ADRFAM'])
+        self.expect_one(samples, where, 'nvmeof_target_port_subsystem', 1.0, port=e['PORTID'],
+                        subsystem=e['SUBSYSNQN'])
+
+    def fio(self, name):
+        path = os.path.join(self.dir, 'fio-%s.json' % name)
+        try:
+            text = open(path).read()
+            job = json.loads(text[text.index('{'):])['jobs'][0]  # fio may print notes before the JSON
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            self.check(False, 'fio %s result' % name, str(e))
+            return
+        done = job['read']['io_bytes'] + job['write']['io_bytes']
+        self.check(job['error'] == 0 and done > 0, 'fio %s: no error, %d bytes, %.0f IOPS' % (
+            name, done, job['read']['iops'] + job['write']['iops']), 'error %s' % job['error'])
+
+    def exporter_alive(self):
+        path = os.path.join(self.dir, 'exporter-alive')
+        self.check(os.path.exists(path) and open(path).read().strip() == '1', 'exporter alive at the end')
+
+    # ---- scenarios ----
+    def io_scenario(self, rdma_io):
+        before, after = self.metrics('before-io'), self.metrics('after-io')
+        for where, samples in (('before-io', before), ('after-io', after)):
+            self.collectors_ok(samples, where)
+            self.rdma_port(samples, where)
+            self.rdma_counters_bracketed(samples, where)
+            self.controller(samples, where)
+            self.target(samples, where)
+        if rdma_io:
+            self.rdma_counters_increased(before, after)
+        self.fio('io')
+        self.exporter_alive()
+
+    def scenario_rdma(self):
+        self.io_scenario(rdma_io=True)
+
+    def scenario_tcp(self):
+        # TCP traffic does not pass through rxe; rxe only has to be visible.
+        self.io_scenario(rdma_io=False)
+
+    def scenario_hotload(self):
+        empty = self.metrics('no-modules')
+        self.collectors_ok(empty, 'no-modules')
+        self.expect_none(empty, 'no-modules', 'rdma_port_info', 'rdma_hw_counter_total', 'nvmeof_controller_info',
+                         'nvmeof_target_subsystem_info', 'nvmeof_target_port_info')
+        target_only = self.metrics('target-only')
+        self.collectors_ok(target_only, 'target-only')
+        self.rdma_port(target_only, 'target-only')
+        self.target(target_only, 'target-only')
+        self.expect_none(target_only, 'target-only', 'nvmeof_controller_info')
+        self.io_scenario(rdma_io=self.env.get('TRANSPORT') == 'rdma')
+        pids = open(os.path.join(self.dir, 'exporter.pid')).read().split() if os.path.exists(
+            os.path.join(self.dir, 'exporter.pid')) else []
+        self.check(len(pids) == 1, 'one exporter process served the whole run', str(pids))
+
+    def scenario_pathfault(self):
+        """series.txt: '# scrape T rc=N sysfs=STATE' then that scrape's controller_state lines."""
+        path = os.path.join(self.dir, 'series.txt')
+        if not self.check(os.path.exists(path), 'series.txt present'):
+            return
+        scrapes, cur = [], None
+        for line in open(path):
+            header = re.match(r'^# scrape (\S+) rc=(\d+) sysfs=(.*)$', line)
+            if header:
+                cur = {'t': float(header.group(1)), 'rc': int(header.group(2)), 'sysfs': header.group(3),
+                       'state': None}
+                scrapes.append(cur)
+            elif cur is not None and line.strip():
+                for name, labels, value in parse_metrics(line):
+                    if name == 'nvmeof_controller_state' and labels.get('controller') == self.env['CONTROLLER'] \
+                            and value == 1:
+                        cur['state'] = labels.get('state')
+        failed = [s for s in scrapes if s['rc'] != 0]
+        self.check(len(scrapes) >= 5, 'at least 5 timed scrapes', str(len(scrapes)))
+        self.check(not failed, 'every timed scrape answered (%d)' % len(scrapes),
+                   '%d failed, first at t=%s' % (len(failed), failed[0]['t'] if failed else ''))
+        states = [s['state'] for s in scrapes]
+        # Collapse repeats: the path must go live -> something else -> live.
+        runs = [st for i, st in enumerate(states) if i == 0 or st != states[i - 1]]
+        print('     controller state by scrape: %s' % ' -> '.join(str(r) for r in runs))
+        print('     kernel (sysfs) state by scrape: %s' % ' -> '.join(
+            str(s['sysfs']) for i, s in enumerate(scrapes) if i == 0 or s['sysfs'] != scrapes[i - 1]['sysfs']))
+        first_down = next((i for i, st in enumerate(states) if st != 'live' and i > 0 and 'live' in states[:i]),
+                          None)
+        self.check(first_down is not None, 'state series leaves live after the fault', str(runs))
+        if first_down is not None:
+            self.check(states[first_down] in CONTROLLER_STATES,
+                       'non-live state is a known state (%s)' % states[first_down])
+            self.check('live' in states[first_down:], 'state series returns to live', str(runs))
+        final = self.metrics('final')
+        self.collectors_ok(final, 'final')
+        self.controller(final, 'final')
+        self.target(final, 'final')
+        self.fio('io')
+        self.exporter_alive()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--scenario', required=True)
+    ap.add_argument('dir')
+    args = ap.parse_args()
+    c = Checker(args.dir)
+    fn = getattr(c, 'scenario_' + args.scenario.replace('-', '_'), None)
+    if fn is None:
+        print('no checks for scenario %s' % args.scenario)
+        return 2
+    if not c.check(bool(c.env), 'scenario.env present'):
+        return 1
+    fn()
+    print('%s: %d check(s) failed' % (args.scenario, c.failures) if c.failures else '%s: all checks passed' % args.scenario)
+    return 1 if c.failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,22 @@
+# Scenario (c): the exporter starts before any NVMe/RDMA module is loaded and before any target or
+# controller exists; modules, rxe, the target and the controller come up under it, then I/O.
+# TRANSPORT=tcp (from run.sh's environment, via the kernel command line) runs it over NVMe/TCP.
+. /opt/vm/lib.sh
+conf SCENARIO hotload
+lsmod >"$R/lsmod-start.txt"
+start_exporter || die "exporter start"
+scrape no-modules
+load_modules
+setup_net || die "network/rxe setup"
+if [ "${TRANSPORT:-rdma}" = tcp ]; then
+	set -- tcp 2 4421 nqn.2024-01.io.nvmeof-exporter:vm-hotload /dev/nullb1
+else
+	set -- rdma 1 4420 nqn.2024-01.io.nvmeof-exporter:vm-hotload /dev/nullb0
+fi
+setup_target "$@" || die "nvmet setup"
+scrape target-only
+connect "$1" "$3" "$4" || die "nvme connect"
+snapshot before-io
+run_fio io "$DEV" "$FIO_RUNTIME"
+snapshot after-io
+finish

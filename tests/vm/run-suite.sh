@@ -1,0 +1,49 @@
+#!/bin/bash
+# Runs every VM scenario on every kernel of the matrix, one VM boot per scenario, and prints a
+# summary with timings. Exits non-zero if any scenario failed; run.sh prints a failing scenario's
+# VM console log. Called by .ci/run after the host tests.
+#
+#   tests/vm/run-suite.sh [--exporter PATH] [--out DIR] [--kernels "6.1 6.12"]
+#                         [--scenarios "rdma tcp hotload pathfault"] [--no-install]
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+EXPORTER=${NVMEOF_EXPORTER:-$HERE/../../build/nvmeof_exporter}
+OUT=/tmp/nvmeof-vm
+KERNELS="6.1 6.12"
+SCENARIOS="rdma tcp hotload pathfault"
+INSTALL=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --exporter) EXPORTER=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --kernels) KERNELS=$2; shift 2 ;;
+    --scenarios) SCENARIOS=$2; shift 2 ;;
+    --no-install) INSTALL=0; shift ;;
+    -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 2 ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+if [ "$INSTALL" = 1 ]; then
+  # shellcheck disable=SC2086
+  "$HERE/install-deps.sh" $KERNELS || { echo "vm suite: installing dependencies failed" >&2; exit 1; }
+fi
+
+t0=$SECONDS
+passed=0 failed=0 summary=()
+for k in $KERNELS; do
+  for s in $SCENARIOS; do
+    ts=$SECONDS
+    if "$HERE/run.sh" --kernel "$k" --scenario "$s" --exporter "$EXPORTER" --out "$OUT/$k/$s"; then
+      passed=$((passed + 1)); r=PASS
+    else
+      failed=$((failed + 1)); r=FAIL
+    fi
+    summary+=("$(printf '%-4s %-5s %-10s %4ss' "$r" "$k" "$s" $((SECONDS - ts)))")
+  done
+done
+echo
+echo "VM suite summary (results under $OUT):"
+printf '  %s\n' "${summary[@]}"
+echo "VM suite wall time: $((SECONDS - t0))s"
+echo "vm: $passed passed, $failed failed"
+[ "$failed" = 0 ]
