@@ -1,15 +1,137 @@
-// STUB: replaced by the real collector.
+// nvmet: NVMe target (nvmet) configuration from configfs, <configfs>/nvmet
+// (drivers/nvme/target/configfs.c):
+//   subsystems/<nqn>/attr_{allow_any_host,serial,model,version,...}
+//   subsystems/<nqn>/namespaces/<nsid>/{device_path,device_uuid,enable,ana_grpid,...}
+//   subsystems/<nqn>/allowed_hosts/<hostnqn>   symlinks to hosts/<hostnqn>
+//   ports/<id>/addr_{trtype,traddr,trsvcid,adrfam,treq,tsas}
+//   ports/<id>/subsystems/<nqn>                symlinks: the subsystem is exported on the port
+//   ports/<id>/ana_groups/<grpid>/ana_state
+//   hosts/<hostnqn>/dhchap_*                   secrets: never read
+// Only names and small attributes are read, so this is cheap even with many subsystems.
+#include <string>
+
 #include "collectors/registry.h"
+#include "collectors/sysfs.h"
 
 namespace nvmeof {
 namespace {
+
+// nvmet_ana_state[] in configfs.c.
+constexpr const char* kAnaStates[] = {"optimized", "non-optimized", "inaccessible",
+                                      "persistent-loss", "change"};
+
+std::string ReadOr(const std::string& path) {
+  auto v = ReadFile(path);
+  return v ? *v : "";
+}
+
+bool AllDigits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
 class NvmetCollector : public Collector {
  public:
+  explicit NvmetCollector(const CollectorOptions& options)
+      : root_(options.paths.configfs + "/nvmet") {}
+
   std::string_view Name() const override { return "nvmet"; }
-  bool Collect(MetricSink&) override { return true; }
+
+  bool Collect(MetricSink& out) override {
+    // No nvmet directory: the module is not loaded (or configfs not mounted). Not an error.
+    if (!IsDir(root_)) return true;
+    CollectSubsystems(out);
+    CollectPorts(out);
+    return true;
+  }
+
+ private:
+  void CollectSubsystems(MetricSink& out) {
+    const std::string root = root_ + "/subsystems";
+    for (const auto& nqn : ListDir(root)) {
+      const std::string dir = root + "/" + nqn;
+      if (!IsDir(dir)) continue;
+      out.Gauge("nvmeof_target_subsystem_info",
+                "NVMe target subsystem configured in nvmet (configfs); value 1",
+                {{"subsystem", nqn},
+                 {"serial", ReadOr(dir + "/attr_serial")},
+                 {"model", ReadOr(dir + "/attr_model")},
+                 {"version", ReadOr(dir + "/attr_version")},
+                 {"allow_any_host", ReadOr(dir + "/attr_allow_any_host")}},
+                1);
+      for (const auto& nsid : ListDir(dir + "/namespaces")) {
+        if (!AllDigits(nsid)) continue;
+        const std::string ns = dir + "/namespaces/" + nsid;
+        std::string device_path = ReadOr(ns + "/device_path");
+        if (device_path == "(null)") device_path.clear();  // printed when never set
+        out.Gauge("nvmeof_target_namespace_info",
+                  "Namespace of a target subsystem and its backing device; value 1",
+                  {{"subsystem", nqn},
+                   {"nsid", nsid},
+                   {"device_path", device_path},
+                   {"device_uuid", ReadOr(ns + "/device_uuid")},
+                   {"ana_grpid", ReadOr(ns + "/ana_grpid")}},
+                  1);
+        auto enabled = ReadU64(ns + "/enable");
+        if (enabled && *enabled <= 1) {
+          out.Gauge("nvmeof_target_namespace_enabled",
+                    "1 if the namespace is enabled (served to hosts), 0 if disabled",
+                    {{"subsystem", nqn}, {"nsid", nsid}}, static_cast<double>(*enabled));
+        } else {
+          out.Skip();
+        }
+      }
+      for (const auto& host : ListDir(dir + "/allowed_hosts")) {
+        out.Gauge("nvmeof_target_allowed_host",
+                  "Host NQN allowed to connect to the subsystem (allowed_hosts); value 1. "
+                  "See allow_any_host in nvmeof_target_subsystem_info",
+                  {{"subsystem", nqn}, {"host", host}}, 1);
+      }
+    }
+  }
+
+  void CollectPorts(MetricSink& out) {
+    const std::string root = root_ + "/ports";
+    for (const auto& port : ListDir(root)) {
+      const std::string dir = root + "/" + port;
+      if (!AllDigits(port) || !IsDir(dir)) continue;
+      out.Gauge("nvmeof_target_port_info",
+                "NVMe target port (listener): transport and address; value 1",
+                {{"port", port},
+                 {"trtype", ReadOr(dir + "/addr_trtype")},
+                 {"traddr", ReadOr(dir + "/addr_traddr")},
+                 {"trsvcid", ReadOr(dir + "/addr_trsvcid")},
+                 {"adrfam", ReadOr(dir + "/addr_adrfam")}},
+                1);
+      for (const auto& nqn : ListDir(dir + "/subsystems")) {
+        out.Gauge("nvmeof_target_port_subsystem",
+                  "Subsystem exported on a target port (ports/<id>/subsystems link); value 1",
+                  {{"port", port}, {"subsystem", nqn}}, 1);
+      }
+      for (const auto& group : ListDir(dir + "/ana_groups")) {
+        if (!AllDigits(group)) continue;
+        auto state = ReadFile(dir + "/ana_groups/" + group + "/ana_state");
+        bool known = false;
+        for (const char* s : kAnaStates) known = known || (state && *state == s);
+        if (!known) {
+          out.Skip();
+          continue;
+        }
+        for (const char* s : kAnaStates) {
+          out.Gauge("nvmeof_target_ana_group_state",
+                    "ANA state the target reports for an ANA group on a port, one-hot",
+                    {{"port", port}, {"group", group}, {"state", s}}, *state == s ? 1 : 0);
+        }
+      }
+    }
+  }
+
+  std::string root_;
 };
+
 }  // namespace
-std::unique_ptr<Collector> NewNvmetCollector(const CollectorOptions&) {
-  return std::make_unique<NvmetCollector>();
+
+std::unique_ptr<Collector> NewNvmetCollector(const CollectorOptions& options) {
+  return std::make_unique<NvmetCollector>(options);
 }
+
 }  // namespace nvmeof

@@ -1,0 +1,426 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collectors/registry.h"
+
+namespace nvmeof {
+namespace {
+
+namespace fs = std::filesystem;
+using LabelMap = std::map<std::string, std::string>;
+
+LabelMap ToMap(const prometheus::ClientMetric& m) {
+  LabelMap out;
+  for (const auto& l : m.label) out[l.name] = l.value;
+  return out;
+}
+
+// Series of `family` whose labels include every pair in `want`.
+std::vector<const prometheus::ClientMetric*> Select(const MetricSink& sink, std::string_view family,
+                                                    const LabelMap& want = {}) {
+  std::vector<const prometheus::ClientMetric*> out;
+  const auto* f = sink.Find(family);
+  if (!f) return out;
+  for (const auto& m : f->metric) {
+    auto labels = ToMap(m);
+    bool match = true;
+    for (const auto& [k, v] : want) match = match && labels.count(k) && labels[k] == v;
+    if (match) out.push_back(&m);
+  }
+  return out;
+}
+
+// Value of the single series of `family` matching `want`; NaN when not exactly one.
+double Value(const MetricSink& sink, std::string_view family, const LabelMap& want) {
+  auto sel = Select(sink, family, want);
+  if (sel.size() != 1) return std::nan("");
+  const auto* f = sink.Find(family);
+  return f->type == prometheus::MetricType::Counter ? sel[0]->counter.value : sel[0]->gauge.value;
+}
+
+class NvmeHostFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CollectorOptions o;
+    o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
+    ok_ = NewNvmeHostCollector(o)->Collect(sink_);
+  }
+  MetricSink sink_;
+  bool ok_ = false;
+};
+
+TEST_F(NvmeHostFixture, SucceedsWithoutSkips) {
+  EXPECT_TRUE(ok_);
+  EXPECT_EQ(sink_.skipped(), 0u);
+}
+
+TEST_F(NvmeHostFixture, ControllerInfoLabels) {
+  auto info = Select(sink_, "nvmeof_controller_info");
+  ASSERT_EQ(info.size(), 4u);
+  const std::string host = "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0035-4b10-8044-b4c04f4d3232";
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme0"}})[0]),
+            (LabelMap{{"controller", "nvme0"},
+                      {"transport", "rdma"},
+                      {"traddr", "10.0.0.1"},
+                      {"trsvcid", "4420"},
+                      {"host_traddr", ""},
+                      {"host_iface", ""},
+                      {"src_addr", ""},
+                      {"subsysnqn", "nqn.2024-06.io.example:ssd-pool"},
+                      {"hostnqn", host},
+                      {"cntlid", "1"},
+                      {"subsystem", "nvme-subsys0"}}));
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme1"}})[0]),
+            (LabelMap{{"controller", "nvme1"},
+                      {"transport", "tcp"},
+                      {"traddr", "192.168.1.10"},
+                      {"trsvcid", "4421"},
+                      {"host_traddr", ""},
+                      {"host_iface", ""},
+                      {"src_addr", "192.168.1.2"},
+                      {"subsysnqn", "nqn.2024-06.io.example:null-test"},
+                      {"hostnqn", host},
+                      {"cntlid", "2"},
+                      {"subsystem", "nvme-subsys1"}}));
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme2"}})[0]),
+            (LabelMap{{"controller", "nvme2"},
+                      {"transport", "tcp"},
+                      {"traddr", "192.168.2.10"},
+                      {"trsvcid", "4421"},
+                      {"host_traddr", "192.168.2.2"},
+                      {"host_iface", ""},
+                      {"src_addr", ""},
+                      {"subsysnqn", "nqn.2024-06.io.example:null-test"},
+                      {"hostnqn", host},
+                      {"cntlid", "3"},
+                      {"subsystem", "nvme-subsys1"}}));
+  // pcie: the address is the PCI function, no host NQN.
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme3"}})[0]),
+            (LabelMap{{"controller", "nvme3"},
+                      {"transport", "pcie"},
+                      {"traddr", "0000:03:00.0"},
+                      {"trsvcid", ""},
+                      {"host_traddr", ""},
+                      {"host_iface", ""},
+                      {"src_addr", ""},
+                      {"subsysnqn", "nqn.1994-11.com.samsung:nvme:980PRO:M.2:S5GXNX0T123456M"},
+                      {"hostnqn", ""},
+                      {"cntlid", "6"},
+                      {"subsystem", "nvme-subsys3"}}));
+  for (const auto* m : info) EXPECT_EQ(m->gauge.value, 1);
+}
+
+TEST_F(NvmeHostFixture, StateIsOneHot) {
+  const std::vector<std::string> states = {"new",      "live",          "resetting", "connecting",
+                                           "deleting", "deleting_noio", "dead"};
+  const std::map<std::string, std::string> current = {
+      {"nvme0", "live"}, {"nvme1", "live"}, {"nvme2", "connecting"}, {"nvme3", "live"}};
+  EXPECT_EQ(Select(sink_, "nvmeof_controller_state").size(), 4 * states.size());
+  for (const auto& [ctrl, state] : current) {
+    for (const auto& s : states) {
+      EXPECT_EQ(Value(sink_, "nvmeof_controller_state", {{"controller", ctrl}, {"state", s}}),
+                s == state ? 1 : 0)
+          << ctrl << " " << s;
+    }
+  }
+}
+
+TEST_F(NvmeHostFixture, QueuesAndTimeouts) {
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_queues", {{"controller", "nvme0"}}), 5);
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_queues", {{"controller", "nvme3"}}), 3);
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_keep_alive_timeout_seconds", {{"controller", "nvme0"}}),
+            5);
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_keep_alive_timeout_seconds", {{"controller", "nvme3"}}),
+            0);
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_reconnect_delay_seconds", {{"controller", "nvme1"}}),
+            10);
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_loss_timeout_seconds", {{"controller", "nvme0"}}), 600);
+  // "off" means retried forever / never fails fast.
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_loss_timeout_seconds", {{"controller", "nvme2"}}),
+            INFINITY);
+  EXPECT_EQ(
+      Value(sink_, "nvmeof_controller_fast_io_fail_timeout_seconds", {{"controller", "nvme0"}}),
+      INFINITY);
+  EXPECT_EQ(
+      Value(sink_, "nvmeof_controller_fast_io_fail_timeout_seconds", {{"controller", "nvme1"}}),
+      30);
+  // pcie has no fabrics options: those series are absent, not zero.
+  for (const char* f :
+       {"nvmeof_controller_reconnect_delay_seconds", "nvmeof_controller_loss_timeout_seconds",
+        "nvmeof_controller_fast_io_fail_timeout_seconds"}) {
+    EXPECT_TRUE(Select(sink_, f, {{"controller", "nvme3"}}).empty()) << f;
+    EXPECT_EQ(Select(sink_, f).size(), 3u) << f;
+  }
+}
+
+TEST_F(NvmeHostFixture, DiagCounters) {
+  EXPECT_EQ(sink_.Find("nvmeof_controller_reconnects_total")->type,
+            prometheus::MetricType::Counter);
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_reconnects_total", {{"controller", "nvme2"}}), 7);
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_resets_total", {{"controller", "nvme2"}}), 1);
+  EXPECT_EQ(Value(sink_, "nvmeof_controller_resets_total", {{"controller", "nvme3"}}), 0);
+  EXPECT_TRUE(
+      Select(sink_, "nvmeof_controller_reconnects_total", {{"controller", "nvme3"}}).empty());
+  EXPECT_EQ(Select(sink_, "nvmeof_controller_command_errors_total").size(), 4u);
+}
+
+TEST_F(NvmeHostFixture, SubsystemInfo) {
+  ASSERT_EQ(Select(sink_, "nvmeof_subsystem_info").size(), 3u);
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_subsystem_info", {{"subsystem", "nvme-subsys1"}})[0]),
+            (LabelMap{{"subsystem", "nvme-subsys1"},
+                      {"subsysnqn", "nqn.2024-06.io.example:null-test"},
+                      {"subsystype", "nvm"},
+                      {"iopolicy", "round-robin"},
+                      {"model", "Linux"},  // space padding trimmed
+                      {"serial", "3c2b1a0f9e8d7c6b5a49"},
+                      {"firmware_rev", "6.1.0-28"}}));
+  EXPECT_EQ(Select(sink_, "nvmeof_subsystem_info",
+                   {{"subsystem", "nvme-subsys3"},
+                    {"model", "Samsung SSD 980 PRO 1TB"},
+                    {"serial", "S5GXNX0T123456M"},
+                    {"iopolicy", "numa"}})
+                .size(),
+            1u);
+}
+
+TEST_F(NvmeHostFixture, Namespaces) {
+  ASSERT_EQ(Select(sink_, "nvmeof_namespace_info").size(), 3u);
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_namespace_info", {{"namespace", "nvme1n1"}})[0]),
+            (LabelMap{{"subsystem", "nvme-subsys1"},
+                      {"namespace", "nvme1n1"},
+                      {"nsid", "1"},
+                      {"subsysnqn", "nqn.2024-06.io.example:null-test"}}));
+  EXPECT_EQ(Select(sink_, "nvmeof_namespace_info",
+                   {{"namespace", "nvme0n1"}, {"subsystem", "nvme-subsys0"}})
+                .size(),
+            1u);
+  // The pcie namespace has no multipath head: found under its controller.
+  EXPECT_EQ(Select(sink_, "nvmeof_namespace_info",
+                   {{"namespace", "nvme3n1"},
+                    {"subsystem", "nvme-subsys3"},
+                    {"subsysnqn", "nqn.1994-11.com.samsung:nvme:980PRO:M.2:S5GXNX0T123456M"}})
+                .size(),
+            1u);
+  EXPECT_EQ(Value(sink_, "nvmeof_namespace_size_bytes", {{"namespace", "nvme1n1"}}),
+            2097152.0 * 512);
+  EXPECT_EQ(Value(sink_, "nvmeof_namespace_size_bytes", {{"namespace", "nvme3n1"}}),
+            1953525168.0 * 512);
+}
+
+TEST_F(NvmeHostFixture, PathsAndAnaState) {
+  ASSERT_EQ(Select(sink_, "nvmeof_path_info").size(), 4u);
+  // Two controllers, two paths, one namespace head.
+  auto paths = Select(sink_, "nvmeof_path_info", {{"namespace", "nvme1n1"}});
+  ASSERT_EQ(paths.size(), 2u);
+  EXPECT_EQ(ToMap(*paths[0]),
+            (LabelMap{{"controller", "nvme1"}, {"namespace", "nvme1n1"}, {"path", "nvme1c1n1"}}));
+  EXPECT_EQ(ToMap(*paths[1]),
+            (LabelMap{{"controller", "nvme2"}, {"namespace", "nvme1n1"}, {"path", "nvme1c2n1"}}));
+  EXPECT_EQ(Select(sink_, "nvmeof_path_info",
+                   {{"controller", "nvme3"}, {"namespace", "nvme3n1"}, {"path", "nvme3n1"}})
+                .size(),
+            1u);
+
+  const std::vector<std::string> states = {"optimized",       "non-optimized", "inaccessible",
+                                           "persistent-loss", "change",        "invalid"};
+  const std::map<std::string, std::string> current = {
+      {"nvme0c0n1", "optimized"}, {"nvme1c1n1", "optimized"}, {"nvme1c2n1", "non-optimized"}};
+  EXPECT_EQ(Select(sink_, "nvmeof_path_ana_state").size(), current.size() * states.size());
+  for (const auto& [path, state] : current) {
+    for (const auto& s : states) {
+      EXPECT_EQ(Value(sink_, "nvmeof_path_ana_state", {{"path", path}, {"state", s}}),
+                s == state ? 1 : 0)
+          << path << " " << s;
+    }
+  }
+  EXPECT_EQ(Select(sink_, "nvmeof_path_ana_state",
+                   {{"path", "nvme1c2n1"}, {"controller", "nvme2"}, {"namespace", "nvme1n1"}})
+                .size(),
+            states.size());
+  EXPECT_TRUE(Select(sink_, "nvmeof_path_ana_state", {{"path", "nvme3n1"}}).empty());
+}
+
+TEST(NvmeHostFilter, IncludeOneController) {
+  CollectorOptions o;
+  o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
+  o.nvme_controllers.include = std::regex("nvme1");
+  MetricSink sink;
+  ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(sink));
+  ASSERT_EQ(Select(sink, "nvmeof_controller_info").size(), 1u);
+  EXPECT_EQ(Select(sink, "nvmeof_controller_info", {{"controller", "nvme1"}}).size(), 1u);
+  EXPECT_EQ(Select(sink, "nvmeof_path_info").size(), 1u);
+  EXPECT_EQ(Select(sink, "nvmeof_subsystem_info").size(), 3u);  // subsystems are not filtered
+}
+
+// A scratch sysfs tree for odd inputs.
+class NvmeHostScratch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nvme_host_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void Write(const std::string& rel, const std::string& text) {
+    fs::path p = root_ + "/" + rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  // A minimal fabrics controller: everything a scrape needs except `address`.
+  void Controller(const std::string& name, const std::string& state = "live") {
+    Write("class/nvme/" + name + "/transport", "tcp\n");
+    Write("class/nvme/" + name + "/state", state + "\n");
+    Write("class/nvme/" + name + "/queue_count", "3\n");
+  }
+  LabelMap InfoOf(const MetricSink& sink, const std::string& ctrl) {
+    auto sel = Select(sink, "nvmeof_controller_info", {{"controller", ctrl}});
+    return sel.size() == 1 ? ToMap(*sel[0]) : LabelMap{};
+  }
+  bool Collect(MetricSink& sink) {
+    CollectorOptions o;
+    o.paths.sysfs = root_;
+    return NewNvmeHostCollector(o)->Collect(sink);
+  }
+  std::string root_;
+};
+
+TEST_F(NvmeHostScratch, AddressParsingEdgeCases) {
+  const std::map<std::string, std::string> addresses = {
+      // IPv6 addresses hold colons and a zone; unknown keys are dropped.
+      {"nvme0", "traddr=fe80::1%eth0,trsvcid=4420,host_iface=eth0,foo=bar,src_addr=fe80::2\n"},
+      {"nvme1", "traddr=10.0.0.1,trsvcid=4420,\n"},                     // trailing comma
+      {"nvme2", "trsvcid=4420,garbage,traddr=,host_traddr=1.2.3.4\n"},  // no '=', empty
+      {"nvme3", "\n"},                                                  // empty
+      {"nvme4",
+       "traddr=nn-0x20000090fa942779:pn-0x10000090fa942779,"
+       "host_traddr=nn-0x20000090fae0b5f5:pn-0x10000090fae0b5f5\n"},    // fc
+      {"nvme5", "traddr=10.0.0.1,trsvcid=4420,src_addr=10.0.0.2=x\n"},  // '=' in a value
+  };
+  for (const auto& [ctrl, addr] : addresses) {
+    Controller(ctrl);
+    Write("class/nvme/" + ctrl + "/address", addr);
+  }
+  Controller("nvme6");  // no address attribute at all (e.g. loop)
+  MetricSink sink;
+  ASSERT_TRUE(Collect(sink));
+  EXPECT_EQ(sink.skipped(), 0u);
+
+  auto a = InfoOf(sink, "nvme0");
+  EXPECT_EQ(a["traddr"], "fe80::1%eth0");
+  EXPECT_EQ(a["trsvcid"], "4420");
+  EXPECT_EQ(a["host_iface"], "eth0");
+  EXPECT_EQ(a["src_addr"], "fe80::2");
+  EXPECT_EQ(a.count("foo"), 0u);
+  EXPECT_EQ(a.size(), 11u);  // the fixed label set, nothing more
+
+  a = InfoOf(sink, "nvme1");
+  EXPECT_EQ(a["traddr"], "10.0.0.1");
+  EXPECT_EQ(a["trsvcid"], "4420");
+
+  a = InfoOf(sink, "nvme2");
+  EXPECT_EQ(a["traddr"], "");
+  EXPECT_EQ(a["trsvcid"], "4420");
+  EXPECT_EQ(a["host_traddr"], "1.2.3.4");
+
+  for (const char* c : {"nvme3", "nvme6"}) {
+    a = InfoOf(sink, c);
+    ASSERT_EQ(a.size(), 11u) << c;  // still reported, with empty address labels
+    EXPECT_EQ(a["traddr"], "") << c;
+    EXPECT_EQ(a["trsvcid"], "") << c;
+    EXPECT_EQ(a["transport"], "tcp") << c;
+  }
+
+  a = InfoOf(sink, "nvme4");
+  EXPECT_EQ(a["traddr"], "nn-0x20000090fa942779:pn-0x10000090fa942779");
+  EXPECT_EQ(a["host_traddr"], "nn-0x20000090fae0b5f5:pn-0x10000090fae0b5f5");
+
+  EXPECT_EQ(InfoOf(sink, "nvme5")["src_addr"], "10.0.0.2=x");
+}
+
+TEST_F(NvmeHostScratch, StateStrings) {
+  Controller("nvme0", "deleting (no IO)");
+  Controller("nvme1", "garbage");
+  Controller("nvme2", "unknown state");  // what the kernel prints for a state it has no name for
+  Controller("nvme3", "LIVE");
+  Controller("nvme4", "dead");
+  Write("class/nvme/nvme5/transport", "tcp\n");  // no state file
+  Write("class/nvme/nvme5/queue_count", "1\n");
+  MetricSink sink;
+  ASSERT_TRUE(Collect(sink));
+  EXPECT_EQ(
+      Value(sink, "nvmeof_controller_state", {{"controller", "nvme0"}, {"state", "deleting_noio"}}),
+      1);
+  EXPECT_EQ(
+      Value(sink, "nvmeof_controller_state", {{"controller", "nvme0"}, {"state", "deleting"}}), 0);
+  EXPECT_EQ(Value(sink, "nvmeof_controller_state", {{"controller", "nvme4"}, {"state", "dead"}}),
+            1);
+  for (const char* c : {"nvme1", "nvme2", "nvme3", "nvme5"}) {
+    EXPECT_TRUE(Select(sink, "nvmeof_controller_state", {{"controller", c}}).empty()) << c;
+    EXPECT_EQ(Select(sink, "nvmeof_controller_info", {{"controller", c}}).size(), 1u) << c;
+  }
+  EXPECT_EQ(sink.skipped(), 4u);
+}
+
+TEST_F(NvmeHostScratch, OddValuesAreSkipped) {
+  Controller("nvme0");
+  Write("class/nvme/nvme0/queue_count", "abc\n");
+  Write("class/nvme/nvme0/ctrl_loss_tmo", "-1\n");
+  Write("class/nvme/nvme0/reconnect_delay", "\n");
+  Write("class/nvme/nvme0/fast_io_fail_tmo", "off\n");
+  Write("class/nvme/nvme0/diag/reconnect_count", "many\n");
+  Write("class/nvme/nvme0/nvme0c0n1/ana_state", "bogus\n");
+  Write("class/nvme/nvme0/nvme0c0n1/nsid", "1\n");
+  Write("class/nvme/nvme0/nvme0n9/size", "12x\n");  // non-multipath namespace, odd size
+  Write("class/nvme/nvme0/nvme0n9p1/size", "1\n");  // a partition: ignored
+  Write("class/nvme/nvme0/ng0n9/nsid", "9\n");      // generic char device: ignored
+  MetricSink sink;
+  ASSERT_TRUE(Collect(sink));
+  EXPECT_TRUE(Select(sink, "nvmeof_controller_queues").empty());
+  EXPECT_TRUE(Select(sink, "nvmeof_controller_loss_timeout_seconds").empty());
+  EXPECT_TRUE(Select(sink, "nvmeof_controller_reconnect_delay_seconds").empty());
+  EXPECT_TRUE(Select(sink, "nvmeof_controller_reconnects_total").empty());
+  EXPECT_TRUE(Select(sink, "nvmeof_path_ana_state").empty());
+  EXPECT_TRUE(Select(sink, "nvmeof_namespace_size_bytes").empty());
+  EXPECT_EQ(
+      Value(sink, "nvmeof_controller_fast_io_fail_timeout_seconds", {{"controller", "nvme0"}}),
+      INFINITY);
+  // queue_count, ctrl_loss_tmo, reconnect_delay, reconnect_count, ana_state, size.
+  EXPECT_EQ(sink.skipped(), 6u);
+  EXPECT_EQ(Select(sink, "nvmeof_path_info").size(), 2u);  // nvme0c0n1 and nvme0n9
+  EXPECT_EQ(Select(sink, "nvmeof_namespace_info").size(), 1u);
+  EXPECT_EQ(Select(sink, "nvmeof_namespace_info", {{"namespace", "nvme0n9"}, {"nsid", ""}}).size(),
+            1u);
+}
+
+TEST_F(NvmeHostScratch, EmptyRootIsSuccessWithoutSeries) {
+  MetricSink sink;
+  EXPECT_TRUE(Collect(sink));
+  EXPECT_TRUE(sink.Empty());
+  EXPECT_EQ(sink.skipped(), 0u);
+}
+
+TEST(NvmeHostMissing, NonexistentRootIsSuccessWithoutSeries) {
+  CollectorOptions o;
+  o.paths.sysfs = "/nonexistent/sysfs";
+  MetricSink sink;
+  EXPECT_TRUE(NewNvmeHostCollector(o)->Collect(sink));
+  EXPECT_TRUE(sink.Empty());
+  EXPECT_EQ(sink.skipped(), 0u);
+}
+
+TEST(NvmeHostReal, RunsOnThisMachine) {
+  CollectorOptions o;  // real /sys: no NVMe here, but it must not fail or crash
+  MetricSink sink;
+  EXPECT_TRUE(NewNvmeHostCollector(o)->Collect(sink));
+}
+
+}  // namespace
+}  // namespace nvmeof

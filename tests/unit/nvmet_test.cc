@@ -1,0 +1,223 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collectors/registry.h"
+
+namespace nvmeof {
+namespace {
+
+namespace fs = std::filesystem;
+using LabelMap = std::map<std::string, std::string>;
+
+LabelMap ToMap(const prometheus::ClientMetric& m) {
+  LabelMap out;
+  for (const auto& l : m.label) out[l.name] = l.value;
+  return out;
+}
+
+std::vector<const prometheus::ClientMetric*> Select(const MetricSink& sink, std::string_view family,
+                                                    const LabelMap& want = {}) {
+  std::vector<const prometheus::ClientMetric*> out;
+  const auto* f = sink.Find(family);
+  if (!f) return out;
+  for (const auto& m : f->metric) {
+    auto labels = ToMap(m);
+    bool match = true;
+    for (const auto& [k, v] : want) match = match && labels.count(k) && labels[k] == v;
+    if (match) out.push_back(&m);
+  }
+  return out;
+}
+
+double Value(const MetricSink& sink, std::string_view family, const LabelMap& want) {
+  auto sel = Select(sink, family, want);
+  return sel.size() == 1 ? sel[0]->gauge.value : std::nan("");
+}
+
+const std::string kNqnA = "nqn.2024-06.io.example:ssd-pool";
+const std::string kNqnB = "nqn.2024-06.io.example:null-test";
+
+class NvmetFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CollectorOptions o;
+    o.paths.configfs = std::string(NVMEOF_FIXTURES) + "/configfs";
+    ok_ = NewNvmetCollector(o)->Collect(sink_);
+  }
+  MetricSink sink_;
+  bool ok_ = false;
+};
+
+TEST_F(NvmetFixture, SucceedsWithoutSkips) {
+  EXPECT_TRUE(ok_);
+  EXPECT_EQ(sink_.skipped(), 0u);
+}
+
+TEST_F(NvmetFixture, SubsystemInfo) {
+  ASSERT_EQ(Select(sink_, "nvmeof_target_subsystem_info").size(), 2u);
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_subsystem_info", {{"subsystem", kNqnA}})[0]),
+            (LabelMap{{"subsystem", kNqnA},
+                      {"serial", "9d4b8c1f2e3a5b6c7d8e"},
+                      {"model", "Linux"},
+                      {"version", "1.3"},
+                      {"allow_any_host", "0"}}));
+  EXPECT_EQ(
+      Select(sink_, "nvmeof_target_subsystem_info", {{"subsystem", kNqnB}, {"allow_any_host", "1"}})
+          .size(),
+      1u);
+}
+
+TEST_F(NvmetFixture, Namespaces) {
+  ASSERT_EQ(Select(sink_, "nvmeof_target_namespace_info").size(), 3u);
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_namespace_info",
+                          {{"subsystem", kNqnA}, {"nsid", "1"}})[0]),
+            (LabelMap{{"subsystem", kNqnA},
+                      {"nsid", "1"},
+                      {"device_path", "/dev/nvme0n1"},
+                      {"device_uuid", "6f9a3c52-8d1e-4b7a-9c2f-0e5d4a3b2c1d"},
+                      {"ana_grpid", "1"}}));
+  EXPECT_EQ(Select(sink_, "nvmeof_target_namespace_info",
+                   {{"subsystem", kNqnB}, {"nsid", "1"}, {"device_path", "/dev/nullb0"}})
+                .size(),
+            1u);
+  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"subsystem", kNqnA}, {"nsid", "1"}}),
+            1);
+  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"subsystem", kNqnA}, {"nsid", "2"}}),
+            0);
+  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"subsystem", kNqnB}, {"nsid", "1"}}),
+            1);
+}
+
+TEST_F(NvmetFixture, AllowedHosts) {
+  auto hosts = Select(sink_, "nvmeof_target_allowed_host");
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(
+      ToMap(*hosts[0]),
+      (LabelMap{{"subsystem", kNqnA},
+                {"host", "nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427"}}));
+  EXPECT_EQ(
+      ToMap(*hosts[1]),
+      (LabelMap{{"subsystem", kNqnA},
+                {"host", "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0035-4b10-8044-b4c04f4d3232"}}));
+  EXPECT_TRUE(Select(sink_, "nvmeof_target_allowed_host", {{"subsystem", kNqnB}}).empty());
+}
+
+TEST_F(NvmetFixture, Ports) {
+  ASSERT_EQ(Select(sink_, "nvmeof_target_port_info").size(), 3u);
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_port_info", {{"port", "1"}})[0]),
+            (LabelMap{{"port", "1"},
+                      {"trtype", "rdma"},
+                      {"traddr", "10.0.0.1"},
+                      {"trsvcid", "4420"},
+                      {"adrfam", "ipv4"}}));
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_port_info", {{"port", "2"}})[0]),
+            (LabelMap{{"port", "2"},
+                      {"trtype", "tcp"},
+                      {"traddr", "192.168.1.10"},
+                      {"trsvcid", "4421"},
+                      {"adrfam", "ipv4"}}));
+  auto links = Select(sink_, "nvmeof_target_port_subsystem");
+  ASSERT_EQ(links.size(), 3u);
+  EXPECT_EQ(ToMap(*links[0]), (LabelMap{{"port", "1"}, {"subsystem", kNqnA}}));
+  EXPECT_EQ(ToMap(*links[1]), (LabelMap{{"port", "2"}, {"subsystem", kNqnB}}));
+  EXPECT_EQ(ToMap(*links[2]), (LabelMap{{"port", "3"}, {"subsystem", kNqnB}}));
+}
+
+TEST_F(NvmetFixture, AnaGroupStateIsOneHot) {
+  const std::vector<std::string> states = {"optimized", "non-optimized", "inaccessible",
+                                           "persistent-loss", "change"};
+  EXPECT_EQ(Select(sink_, "nvmeof_target_ana_group_state").size(), 3 * states.size());
+  for (const auto& s : states) {
+    EXPECT_EQ(Value(sink_, "nvmeof_target_ana_group_state",
+                    {{"port", "1"}, {"group", "1"}, {"state", s}}),
+              s == "optimized" ? 1 : 0);
+    EXPECT_EQ(Value(sink_, "nvmeof_target_ana_group_state",
+                    {{"port", "3"}, {"group", "1"}, {"state", s}}),
+              s == "non-optimized" ? 1 : 0);
+  }
+}
+
+class NvmetScratch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nvmet_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void Write(const std::string& rel, const std::string& text) {
+    fs::path p = root_ + "/" + rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  bool Collect(MetricSink& sink) {
+    CollectorOptions o;
+    o.paths.configfs = root_;
+    return NewNvmetCollector(o)->Collect(sink);
+  }
+  std::string root_;
+};
+
+TEST_F(NvmetScratch, OddFiles) {
+  Write("nvmet/subsystems/s1/attr_allow_any_host", "1\n");
+  Write("nvmet/subsystems/s1/namespaces/1/device_path", "(null)\n");  // never set
+  Write("nvmet/subsystems/s1/namespaces/1/enable", "0\n");
+  Write("nvmet/subsystems/s1/namespaces/2/enable", "yes\n");  // odd
+  Write("nvmet/subsystems/s1/namespaces/3/enable", "2\n");    // not a boolean
+  Write("nvmet/subsystems/s1/namespaces/x/enable", "1\n");    // not an nsid: ignored
+  Write("nvmet/ports/1/addr_trtype", "tcp\n");
+  Write("nvmet/ports/1/ana_groups/1/ana_state", "\n");  // kernel prints "" for unknown
+  Write("nvmet/ports/1/ana_groups/2/ana_state", "sideways\n");
+  Write("nvmet/ports/abc/addr_trtype", "tcp\n");  // not a port id: ignored
+  MetricSink sink;
+  ASSERT_TRUE(Collect(sink));
+  EXPECT_EQ(Select(sink, "nvmeof_target_namespace_info",
+                   {{"subsystem", "s1"}, {"nsid", "1"}, {"device_path", ""}})
+                .size(),
+            1u);
+  EXPECT_EQ(Select(sink, "nvmeof_target_namespace_info").size(), 3u);
+  EXPECT_EQ(Select(sink, "nvmeof_target_namespace_enabled").size(), 1u);
+  EXPECT_EQ(ToMap(*Select(sink, "nvmeof_target_subsystem_info")[0]),
+            (LabelMap{{"subsystem", "s1"},
+                      {"serial", ""},
+                      {"model", ""},
+                      {"version", ""},
+                      {"allow_any_host", "1"}}));
+  EXPECT_EQ(
+      ToMap(*Select(sink, "nvmeof_target_port_info")[0]),
+      (LabelMap{
+          {"port", "1"}, {"trtype", "tcp"}, {"traddr", ""}, {"trsvcid", ""}, {"adrfam", ""}}));
+  EXPECT_TRUE(Select(sink, "nvmeof_target_ana_group_state").empty());
+  EXPECT_EQ(sink.skipped(), 4u);  // two enables, two ana states
+}
+
+TEST_F(NvmetScratch, EmptyRootIsSuccessWithoutSeries) {
+  MetricSink sink;
+  EXPECT_TRUE(Collect(sink));  // configfs without nvmet: module not loaded
+  EXPECT_TRUE(sink.Empty());
+  fs::create_directories(root_ + "/nvmet/subsystems");
+  fs::create_directories(root_ + "/nvmet/ports");
+  fs::create_directories(root_ + "/nvmet/hosts");
+  EXPECT_TRUE(Collect(sink));  // loaded, nothing configured
+  EXPECT_TRUE(sink.Empty());
+  EXPECT_EQ(sink.skipped(), 0u);
+}
+
+TEST(NvmetMissing, NonexistentRootIsSuccessWithoutSeries) {
+  CollectorOptions o;
+  o.paths.configfs = "/nonexistent/configfs";
+  MetricSink sink;
+  EXPECT_TRUE(NewNvmetCollector(o)->Collect(sink));
+  EXPECT_TRUE(sink.Empty());
+  EXPECT_EQ(sink.skipped(), 0u);
+}
+
+}  // namespace
+}  // namespace nvmeof
