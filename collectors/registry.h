@@ -14,6 +14,7 @@ std::unique_ptr<Collector> NewPfcCollector(const CollectorOptions& options);    
 std::unique_ptr<Collector> NewNvmeHostCollector(const CollectorOptions& options);  // nvme_host.cc
 std::unique_ptr<Collector> NewNvmetCollector(const CollectorOptions& options);     // nvmet.cc
 std::unique_ptr<Collector> NewTcpCollector(const CollectorOptions& options);       // tcp.cc
+std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options);  // bpf_collector.cc
 
 struct CollectorInfo {
   std::string_view name;

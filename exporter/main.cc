@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "collectors/bpf_collector.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
 #include "exporter/log.h"
@@ -86,9 +87,6 @@ int main(int argc, char** argv) {
     std::cout << "configuration OK\n";
     return 0;
   }
-  if (options.subcommand == "probe") {
-    std::cerr << "nvmeof_exporter: probe: this build has no BPF support\n";
-    return 1;
-  }
+  if (options.subcommand == "probe") return nvmeof::RunProbe(options.collector, std::cout);
   return Serve(options, std::move(web_config));
 }

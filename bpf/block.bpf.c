@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Block-layer stage latency: request allocated -> issued to the driver -> completed.
+ *
+ * Two hooks, each in four variants (fentry, kprobe, tp_btf, raw_tp); the exporter enables one
+ * variant per hook with bpf_program__set_autoload before loading (collectors/bpf_block.cc).
+ *   issue    (optional): remembers the issue time in the in-flight table.
+ *   complete (required): counts every request, and for timed ones records the stages into a
+ *                        per-CPU histogram keyed by (disk, op).
+ * The queue stage starts at rq->start_time_ns, which the kernel sets at request allocation
+ * whenever iostats are on (the default) or a scheduler is attached, so no insert hook and no
+ * hash update are needed for it. Without the issue hook, queue and device merge into the
+ * end-to-end stage only. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "block_maps.h"
+#include "core_shims.h"
+#include "hist.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the exporter before load. */
+const volatile __u32 sample_every = 1; /* time 1 in N requests (counted per CPU) */
+const volatile bool issue_hooked = true;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, NVMEOF_INFLIGHT_SETS);
+  __type(key, __u32);
+  __type(value, struct nvmeof_inflight_set);
+} inflight SEC(".maps");
+
+/* Per (disk, op): allocated on first use, so memory follows the devices actually doing I/O. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, 1024);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct nvmeof_block_key);
+  __type(value, struct nvmeof_block_hist);
+} block_hists SEC(".maps");
+
+/* A zeroed value to insert from: too large for the 512-byte BPF stack. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct nvmeof_block_hist);
+} zero_hist SEC(".maps");
+
+/* Event counters; then the sampling counter; then a scratch slot (see request_id). */
+#define SAMPLE_SLOT NVMEOF_CTR_COUNT
+#define SCRATCH_SLOT (NVMEOF_CTR_COUNT + 1)
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, NVMEOF_CTR_COUNT + 2);
+  __type(key, __u32);
+  __type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count_event(__u32 which) {
+  __u64* c = bpf_map_lookup_elem(&counters, &which);
+  if (c) *c += 1;
+}
+
+/* True for the one request in sample_every that gets timed. */
+static __always_inline bool sampled(void) {
+  __u32 key = SAMPLE_SLOT;
+  __u64* c;
+  if (sample_every <= 1) return true;
+  c = bpf_map_lookup_elem(&counters, &key);
+  if (!c) return false;
+  return (*c)++ % sample_every == 0;
+}
+
+/* The request's address as a plain number. In tp_btf/fentry programs the verifier types rq as
+ * a trusted pointer and forbids hashing it; a round trip through map memory (which is
+ * untyped) turns it into a scalar. raw_tp/kprobe arguments are scalars already. */
+static __always_inline __u64 request_id(struct request* rq, bool direct) {
+  __u32 key = SCRATCH_SLOT;
+  volatile __u64* slot;
+  if (!direct) return (__u64)rq;
+  slot = bpf_map_lookup_elem(&counters, &key);
+  if (!slot) return 0;
+  *slot = (__u64)rq;
+  return *slot;
+}
+
+static __always_inline struct nvmeof_inflight_set* inflight_set(__u64 rq) {
+  __u32 set = (__u32)((rq * 0x9E3779B97F4A7C15ULL) >> (64 - NVMEOF_INFLIGHT_SET_BITS));
+  return bpf_map_lookup_elem(&inflight, &set);
+}
+
+static __always_inline void record(struct nvmeof_block_hist* h, __u32 stage, __u64 ns) {
+  __u32 i = nvmeof_hist_index(ns);
+  if (stage >= NVMEOF_STAGE_COUNT || i >= NVMEOF_HIST_BUCKETS) return; /* for the verifier */
+  h->count[stage] += 1;
+  h->sum_ns[stage] += ns;
+  h->buckets[stage][i] += 1;
+}
+
+static __always_inline void on_issue(struct request* rq, bool direct) {
+  struct nvmeof_inflight_set* s;
+  int i, way = -1;
+  __u64 key;
+
+  if (!sampled()) return;
+  key = request_id(rq, direct);
+  if (!key) return;
+  s = inflight_set(key);
+  if (!s) return;
+    /* Requeued requests are issued again: reuse their way. Else take a free one. */
+#pragma unroll
+  for (i = 0; i < NVMEOF_INFLIGHT_WAYS; i++) {
+    if (way < 0 && s->way[i].rq == key) way = i;
+  }
+#pragma unroll
+  for (i = 0; i < NVMEOF_INFLIGHT_WAYS; i++) {
+    if (way < 0 && s->way[i].rq == 0) way = i;
+  }
+  __u64 now = bpf_ktime_get_ns();
+  if (way < 0) {
+    way = (now >> 4) & (NVMEOF_INFLIGHT_WAYS - 1);
+    count_event(NVMEOF_CTR_INFLIGHT_EVICTED);
+  }
+  s->way[way & (NVMEOF_INFLIGHT_WAYS - 1)].issue_ns = now;
+  s->way[way & (NVMEOF_INFLIGHT_WAYS - 1)].rq = key;
+}
+
+static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool direct) {
+  struct nvmeof_block_key k = {};
+  struct nvmeof_block_hist* h;
+  __u64 now, start, issue = 0;
+  __u32 zero = 0;
+  int i;
+
+  /* Partial completions come first with nr_bytes < the bytes left; count the final one. */
+  if (nr_bytes < NVMEOF_READ(direct, rq, __data_len)) return;
+  now = bpf_ktime_get_ns();
+
+  k.dev = nvmeof_rq_devt(rq, direct);
+  k.op = nvmeof_rq_op(rq, direct);
+  h = bpf_map_lookup_elem(&block_hists, &k);
+  if (!h) {
+    struct nvmeof_block_hist* z = bpf_map_lookup_elem(&zero_hist, &zero);
+    if (!z) return;
+    bpf_map_update_elem(&block_hists, &k, z, BPF_NOEXIST);
+    h = bpf_map_lookup_elem(&block_hists, &k);
+    if (!h) {
+      count_event(NVMEOF_CTR_MAP_FULL);
+      return;
+    }
+  }
+  h->requests += 1;
+  start = NVMEOF_READ(direct, rq, start_time_ns);
+
+  if (!issue_hooked) {
+    if (start && start <= now && sampled()) record(h, NVMEOF_STAGE_TOTAL, now - start);
+    return;
+  }
+
+  __u64 id = request_id(rq, direct);
+  struct nvmeof_inflight_set* s = inflight_set(id);
+  if (!s || !id) return;
+#pragma unroll
+  for (i = 0; i < NVMEOF_INFLIGHT_WAYS; i++) {
+    if (!issue && s->way[i].rq == id) {
+      issue = s->way[i].issue_ns;
+      s->way[i].rq = 0;
+    }
+  }
+  if (!issue || issue > now) return; /* not sampled, or issued before we attached */
+  record(h, NVMEOF_STAGE_DEVICE, now - issue);
+  if (start && start <= issue) {
+    record(h, NVMEOF_STAGE_QUEUE, issue - start);
+    record(h, NVMEOF_STAGE_TOTAL, now - start);
+  }
+}
+
+/* issue: block:block_rq_issue fires at the top of blk_mq_start_request(). */
+SEC("fentry/blk_mq_start_request")
+int BPF_PROG(nvf_iss_fentry, struct request* rq) {
+  on_issue(rq, true);
+  return 0;
+}
+
+SEC("kprobe/blk_mq_start_request")
+int BPF_KPROBE(nvf_iss_kprobe, struct request* rq) {
+  on_issue(rq, false);
+  return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(nvf_iss_tp_btf, struct request* rq) {
+  on_issue(rq, true);
+  return 0;
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(nvf_iss_raw_tp, struct request* rq) {
+  on_issue(rq, false);
+  return 0;
+}
+
+/* complete: block:block_rq_complete fires in blk_update_request() and, for batched
+ * completions, in blk_complete_request() (inlined; not reachable by fentry/kprobe). */
+SEC("fentry/blk_update_request")
+int BPF_PROG(nvf_cpl_fentry, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
+  on_complete(rq, nr_bytes, true);
+  return 0;
+}
+
+SEC("kprobe/blk_update_request")
+int BPF_KPROBE(nvf_cpl_kprobe, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
+  on_complete(rq, nr_bytes, false);
+  return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(nvf_cpl_tp_btf, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
+  on_complete(rq, nr_bytes, true);
+  return 0;
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(nvf_cpl_raw_tp, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
+  on_complete(rq, nr_bytes, false);
+  return 0;
+}

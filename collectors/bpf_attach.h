@@ -1,0 +1,95 @@
+// The eBPF attach layer, kernel-independent part: hooks and their variants, the per-hook
+// choice of mechanism, and whether BPF is usable at all. The kernel is behind interfaces
+// (VariantProber, the Paths roots) so tests run it against fakes and fixture trees.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/collector.h"
+
+namespace nvmeof {
+
+enum class Mechanism { kFentry, kKprobe, kTpBtf, kRawTp };
+
+std::string_view MechanismName(Mechanism m);  // fentry, kprobe, tp_btf, raw_tp
+// "auto" (or empty) -> nullopt in *forced; false for an unknown name.
+bool ParseMechanism(std::string_view text, std::optional<Mechanism>* forced);
+
+// One way to attach a hook: a program of the skeleton and what it attaches to.
+struct Variant {
+  Mechanism mechanism;
+  std::string_view target;   // kernel function (fentry, kprobe) or tracepoint (tp_btf, raw_tp)
+  std::string_view program;  // program name in the skeleton
+};
+
+// A point in the kernel a collector needs to see. Variants are in preference order: most
+// detailed first (fentry, kprobe, then tracepoints), unless a tracepoint sits exactly at the
+// event, which the hook table then lists first (see bpf_block.cc).
+struct HookSpec {
+  std::string_view name;    // label value: block_rq_issue
+  bool required;            // without it the collector cannot work; optional ones merge stages
+  std::string_view module;  // "" for vmlinux, else the module whose BTF the target needs
+  std::vector<Variant> variants;
+};
+
+// Can this variant attach here? The real prober checks what it can statically (BTF, kprobe
+// support, symbols) and then loads and attaches the one program; tests fake it.
+class VariantProber {
+ public:
+  virtual ~VariantProber() = default;
+  // Empty when attachable; otherwise a short reason ("EPERM", "no kprobe support", ...).
+  virtual std::string Probe(const HookSpec& hook, const Variant& variant) = 0;
+};
+
+struct HookPlan {
+  const HookSpec* hook = nullptr;
+  std::optional<Variant> chosen;
+  // Variants tried before (or instead of) the chosen one, with why they cannot attach.
+  std::vector<std::pair<Mechanism, std::string>> rejected;
+};
+
+struct AttachPlan {
+  std::vector<HookPlan> hooks;
+  bool RequiredOk() const;  // every required hook has a variant
+  const HookPlan* Find(std::string_view hook) const;
+  std::vector<std::string_view> Programs() const;  // the chosen programs
+};
+
+// Per hook, the first variant the prober accepts (only `forced` variants when set).
+AttachPlan PlanAttach(const std::vector<HookSpec>& hooks, std::optional<Mechanism> forced,
+                      VariantProber& prober);
+
+// Is BPF usable at all? reason is a bounded label value:
+// ok | disabled_at_build | no_capability | lockdown | no_btf | load_failed | required_hook_missing
+struct Availability {
+  bool ok = false;
+  std::string reason;
+  std::string detail;  // human text for the log and the probe output
+};
+
+// Capabilities from <procfs>/self/status (CapEff), lockdown from
+// <sysfs>/kernel/security/lockdown, BTF from <sysfs>/kernel/btf/vmlinux or `btf_path`.
+Availability CheckBpfAvailable(const Paths& paths, const BpfOptions& options);
+
+// The BTF file CO-RE should use: "" for the running kernel's own; else options.btf_path, or
+// for a directory <dir>/vmlinux, <dir>/<release>.btf or <dir>/<release>/vmlinux.
+std::string ResolveBtfPath(const std::string& btf_path, std::string_view kernel_release);
+
+// Run statistics of one loaded program. run_count/run_time_ns only move while BPF stats are
+// on (BPF_ENABLE_STATS or sysctl kernel.bpf_stats_enabled); recursion_misses always counts runs
+// the kernel skipped, i.e. lost events.
+struct ProgramStats {
+  std::uint64_t run_count = 0;
+  std::uint64_t run_time_ns = 0;
+  std::uint64_t recursion_misses = 0;
+};
+
+// The `probe` subcommand's table: hook, status, mechanism, required, and rejected variants.
+void PrintProbe(const Availability& availability, const AttachPlan& plan, std::ostream& out);
+
+}  // namespace nvmeof

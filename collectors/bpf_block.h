@@ -1,0 +1,68 @@
+// Block-layer stage latency: the hook table, what the collector reads from the kernel each
+// scrape (BlockSnapshot), and the loader that checks, plans, loads and attaches
+// bpf/block.bpf.c. The kernel side is a BlockSource so tests run the collector on fakes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bpf/block_maps.h"
+#include "collectors/bpf_attach.h"
+#include "collectors/collector.h"
+
+namespace nvmeof {
+
+inline constexpr std::string_view kHookBlockIssue = "block_rq_issue";
+inline constexpr std::string_view kHookBlockComplete = "block_rq_complete";
+
+// block_rq_issue (optional: without it queue and device merge into end to end) and
+// block_rq_complete (required).
+const std::vector<HookSpec>& BlockHooks();
+
+struct BlockSeries {
+  std::uint32_t dev = 0;     // kernel dev_t: major << 20 | minor
+  std::uint32_t op = 0;      // enum nvmeof_block_op
+  nvmeof_block_hist hist{};  // summed over CPUs
+};
+
+struct ProgramRun {
+  std::string hook;
+  Mechanism mechanism;
+  ProgramStats stats;
+};
+
+struct BlockSnapshot {
+  std::vector<BlockSeries> series;
+  std::uint64_t counters[NVMEOF_CTR_COUNT] = {};
+  std::optional<std::uint64_t> inflight_used;  // ways holding an issue timestamp
+  std::uint64_t inflight_capacity = 0;
+  std::vector<ProgramRun> programs;
+  bool program_run_stats = false;  // run_count/run_time_ns are live (stats enabled)
+};
+
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  virtual bool Read(BlockSnapshot* out) = 0;
+};
+
+struct BlockLoad {
+  Availability availability;
+  AttachPlan plan;
+  std::unique_ptr<BlockSource> source;  // null unless loaded and attached
+};
+
+// Never throws and never exits: on any failure `source` is null and `availability` says why.
+// plan_only: probe which variants attach (trial loads) without keeping anything loaded.
+BlockLoad LoadBlock(const CollectorOptions& options, bool plan_only);
+
+std::string_view BlockOpName(std::uint32_t op);        // read write flush discard other
+std::string_view BlockStageName(std::uint32_t stage);  // queue device total
+
+// Disk name for a dev_t from <sysfs>/dev/block/MAJ:MIN/uevent (DEVNAME=); nullopt if gone.
+std::optional<std::string> BlockDeviceName(const Paths& paths, std::uint32_t dev);
+
+}  // namespace nvmeof

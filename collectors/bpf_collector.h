@@ -1,0 +1,26 @@
+// The `bpf` collector: eBPF stage latency histograms (block layer for now), plus the facts of
+// the attach layer as self-metrics, and the `nvmeof_exporter probe` subcommand.
+#pragma once
+
+#include <memory>
+#include <ostream>
+
+#include "collectors/bpf_block.h"
+#include "collectors/collector.h"
+
+namespace nvmeof {
+
+// Loads and attaches at construction. When BPF cannot be used (no CAP_BPF/CAP_PERFMON, no
+// BTF, lockdown, a required hook missing) it logs why once and exports
+// nvmeof_exporter_bpf_available{reason} 0; it never fails construction or exits.
+// Destruction detaches and unloads everything.
+std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options);
+
+// For tests: a collector over an already made load (fake BlockSource).
+std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, BlockLoad load);
+
+// `nvmeof_exporter probe`: per hook ok/missing, the mechanism it would use, required or not.
+// Returns the process exit status: 0 when every required hook can attach, else 1.
+int RunProbe(const CollectorOptions& options, std::ostream& out);
+
+}  // namespace nvmeof

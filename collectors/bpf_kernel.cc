@@ -1,0 +1,185 @@
+#ifdef NVMEOF_HAVE_BPF
+#include "collectors/bpf_kernel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+
+#include "collectors/sysfs.h"
+#include "exporter/log.h"
+
+namespace nvmeof {
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) close(fd_);
+}
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+namespace {
+int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG || !LogEnabled(LogLevel::kDebug)) return 0;
+  char buf[1024];
+  int n = vsnprintf(buf, sizeof(buf), format, args);
+  std::string_view msg(buf, n < 0 ? 0 : std::min<size_t>(n, sizeof(buf) - 1));
+  while (!msg.empty() && msg.back() == '\n') msg.remove_suffix(1);
+  LogDebug("libbpf", Kv("msg", msg));
+  return n;
+}
+}  // namespace
+
+void InstallLibbpfLogger() {
+  static std::once_flag once;
+  std::call_once(once, [] { libbpf_set_print(LibbpfPrint); });
+}
+
+std::string ErrnoName(int err) {
+  if (err < 0) err = -err;
+  const char* name = strerrorname_np(err);
+  return name ? name : "errno " + std::to_string(err);
+}
+
+int LoadAndAttach(const bpf_object_skeleton* skeleton,
+                  const std::vector<std::string_view>& programs, std::string* error) {
+  auto wanted = [&](const char* name) {
+    for (auto p : programs) {
+      if (p == name) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < skeleton->prog_cnt; ++i) {
+    const auto& ps = skeleton->progs[i];
+    bpf_program__set_autoload(*ps.prog, wanted(ps.name));
+  }
+  int err = bpf_object__load(*skeleton->obj);
+  if (err) {
+    *error = "load: " + ErrnoName(err);
+    return err < 0 ? err : -err;
+  }
+  for (int i = 0; i < skeleton->prog_cnt; ++i) {
+    const auto& ps = skeleton->progs[i];
+    if (!wanted(ps.name)) continue;
+    bpf_link* link = bpf_program__attach(*ps.prog);
+    if (!link) {
+      err = -errno;
+      *error = std::string("attach ") + ps.name + ": " + ErrnoName(err);
+      return err;
+    }
+    *ps.link = link;
+  }
+  return 0;
+}
+
+KernelProber::KernelProber(Paths paths, Trial trial)
+    : paths_(std::move(paths)), trial_(std::move(trial)) {}
+
+KernelProber::~KernelProber() {
+  for (auto& [name, b] : modules_) btf__free(b);
+  btf__free(vmlinux_);
+}
+
+struct btf* KernelProber::Btf(std::string_view module) {
+  if (!vmlinux_tried_) {
+    vmlinux_tried_ = true;
+    std::string path = paths_.sysfs + "/kernel/btf/vmlinux";
+    if (Exists(path)) {
+      vmlinux_ = btf__parse(path.c_str(), nullptr);  // nullptr on error (libbpf >= 1.0)
+    }
+  }
+  if (!vmlinux_ || module.empty()) return vmlinux_;
+  for (auto& [name, b] : modules_) {
+    if (name == module) return b;
+  }
+  std::string path = paths_.sysfs + "/kernel/btf/" + std::string(module);
+  struct btf* b = Exists(path) ? btf__parse_split(path.c_str(), vmlinux_) : nullptr;
+  modules_.emplace_back(std::string(module), b);
+  return b;
+}
+
+bool KernelProber::KprobesSupported() const {
+  // libbpf attaches kprobes through the perf "kprobe" PMU, else tracefs kprobe_events.
+  return Exists(paths_.sysfs + "/bus/event_source/devices/kprobe/type") ||
+         Exists(paths_.sysfs + "/kernel/tracing/kprobe_events") ||
+         Exists(paths_.sysfs + "/kernel/debug/tracing/kprobe_events");
+}
+
+namespace {
+bool KallsymsHas(const std::string& procfs, std::string_view symbol) {
+  std::ifstream in(procfs + "/kallsyms");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "ffffffff81b47cb0 T blk_mq_start_request [module]"
+    auto sp = line.find(' ', 17);
+    if (sp == std::string::npos) continue;
+    std::string_view name = std::string_view(line).substr(sp + 1);
+    name = name.substr(0, name.find_first_of(" \t"));
+    if (name == symbol) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
+  std::string target(v.target);
+  switch (v.mechanism) {
+    case Mechanism::kFentry: {
+      struct btf* b = Btf(hook.module);
+      if (!b)
+        return hook.module.empty() ? "no kernel BTF" : "no BTF for " + std::string(hook.module);
+      if (btf__find_by_name_kind(b, target.c_str(), BTF_KIND_FUNC) < 0) {
+        return target + " not in BTF";
+      }
+      break;
+    }
+    case Mechanism::kKprobe:
+      if (!KprobesSupported()) return "no kprobe support";
+      if (!KallsymsHas(paths_.procfs, target)) return target + " not in kallsyms";
+      break;
+    case Mechanism::kTpBtf: {
+      struct btf* b = Btf(hook.module);
+      if (!b) return "no kernel BTF";
+      if (btf__find_by_name_kind(b, ("btf_trace_" + target).c_str(), BTF_KIND_TYPEDEF) < 0) {
+        return "tracepoint " + target + " not in BTF";
+      }
+      break;
+    }
+    case Mechanism::kRawTp:
+      break;  // no cheap check without tracefs; the trial tells
+  }
+  std::string error;
+  if (trial_(v, &error) < 0) return error;
+  return "";
+}
+
+bool ReadProgramStats(const bpf_program* program, ProgramStats* stats) {
+  int fd = bpf_program__fd(program);
+  if (fd < 0) return false;
+  bpf_prog_info info{};
+  __u32 len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return false;
+  stats->run_count = info.run_cnt;
+  stats->run_time_ns = info.run_time_ns;
+  stats->recursion_misses = info.recursion_misses;
+  return true;
+}
+
+bool BpfStatsSysctlEnabled(const Paths& paths) {
+  auto v = ReadU64(paths.procfs + "/sys/kernel/bpf_stats_enabled");
+  return v && *v != 0;
+}
+
+}  // namespace nvmeof
+#endif  // NVMEOF_HAVE_BPF

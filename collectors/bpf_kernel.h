@@ -1,0 +1,103 @@
+// The libbpf-facing part of the attach layer: move-only RAII owners for skeletons and file
+// descriptors, loading a skeleton with exactly the chosen programs, the real VariantProber,
+// and per-program run statistics. Only built with NVMEOF_BPF (needs libbpf).
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "collectors/bpf_attach.h"
+
+namespace nvmeof {
+
+// Owns a bpftool-generated skeleton (S is e.g. block_bpf): destroy() detaches every link,
+// unloads the programs and frees the maps.
+template <typename S>
+class Skeleton {
+ public:
+  Skeleton() = default;
+  explicit Skeleton(S* s) : s_(s) {}
+  ~Skeleton() { reset(); }
+  Skeleton(Skeleton&& other) noexcept : s_(std::exchange(other.s_, nullptr)) {}
+  Skeleton& operator=(Skeleton&& other) noexcept {
+    if (this != &other) {
+      reset();
+      s_ = std::exchange(other.s_, nullptr);
+    }
+    return *this;
+  }
+  Skeleton(const Skeleton&) = delete;
+  Skeleton& operator=(const Skeleton&) = delete;
+
+  S* get() const { return s_; }
+  S* operator->() const { return s_; }
+  explicit operator bool() const { return s_ != nullptr; }
+  void reset() {
+    if (s_) S::destroy(std::exchange(s_, nullptr));
+  }
+
+ private:
+  S* s_ = nullptr;
+};
+
+// Owns a file descriptor (e.g. the one BPF_ENABLE_STATS returns: stats stay on while open).
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd();
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// Routes libbpf's messages to the debug log (once per process).
+void InstallLibbpfLogger();
+
+// "EPERM" for EPERM: short, bounded reasons for the probe table.
+std::string ErrnoName(int err);
+
+// Enables exactly `programs` (by name) of an opened skeleton, loads it and attaches them,
+// storing the links in the skeleton so destroy() detaches them. Returns 0 or -errno with
+// *error saying which step failed ("load: EPERM", "attach nvf_cpl_tp_btf: ENOENT").
+int LoadAndAttach(const bpf_object_skeleton* skeleton,
+                  const std::vector<std::string_view>& programs, std::string* error);
+
+// Real VariantProber: static checks first (kernel BTF has the function or tracepoint, kprobes
+// exist, kallsyms has the symbol), then `trial` loads and attaches that one program.
+class KernelProber : public VariantProber {
+ public:
+  using Trial = std::function<int(const Variant& variant, std::string* error)>;
+  KernelProber(Paths paths, Trial trial);
+  ~KernelProber() override;
+  std::string Probe(const HookSpec& hook, const Variant& variant) override;
+
+ private:
+  struct btf* Btf(std::string_view module);  // kernel BTF (+ module split BTF); nullptr if none
+  bool KprobesSupported() const;
+
+  Paths paths_;
+  Trial trial_;
+  struct btf* vmlinux_ = nullptr;
+  bool vmlinux_tried_ = false;
+  std::vector<std::pair<std::string, struct btf*>> modules_;
+};
+
+bool ReadProgramStats(const bpf_program* program, ProgramStats* stats);
+
+// True when kernel.bpf_stats_enabled is set system-wide (someone else enabled stats).
+bool BpfStatsSysctlEnabled(const Paths& paths);
+
+}  // namespace nvmeof

@@ -1,0 +1,259 @@
+// The bpf collector over a fake kernel side (BlockSource) and a fixture sysfs tree.
+#include "collectors/bpf_collector.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace nvmeof {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeSource : public BlockSource {
+ public:
+  BlockSnapshot snap;
+  bool ok = true;
+  bool Read(BlockSnapshot* out) override {
+    *out = snap;
+    return ok;
+  }
+};
+
+std::string Label(const prometheus::ClientMetric& m, const std::string& name) {
+  for (const auto& l : m.label) {
+    if (l.name == name) return l.value;
+  }
+  return "<none>";
+}
+
+const prometheus::ClientMetric* FindSeries(const MetricSink& sink, const std::string& family,
+                                           std::map<std::string, std::string> labels) {
+  const auto* f = sink.Find(family);
+  if (!f) return nullptr;
+  for (const auto& m : f->metric) {
+    bool match = true;
+    for (const auto& [k, v] : labels) match = match && Label(m, k) == v;
+    if (match) return &m;
+  }
+  return nullptr;
+}
+
+class BpfCollectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("bpf_coll_" + std::to_string(getpid()));
+    fs::remove_all(root_);
+    Disk("7:0", "loop0");
+    Disk("254:0", "vda");
+    options_.paths.sysfs = root_.string();
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void Disk(const std::string& majmin, const std::string& name) {
+    fs::create_directories(root_ / "dev/block" / majmin);
+    std::ofstream(root_ / "dev/block" / majmin / "uevent")
+        << "MAJOR=x\nMINOR=y\nDEVNAME=" << name << "\nDEVTYPE=disk\n";
+  }
+
+  // A loaded, attached plan (both hooks on tp_btf unless told otherwise).
+  BlockLoad Loaded(std::unique_ptr<FakeSource> source, bool issue_hook = true) {
+    BlockLoad load;
+    load.availability = {true, "ok", ""};
+    for (const auto& h : BlockHooks()) {
+      HookPlan hp;
+      hp.hook = &h;
+      if (issue_hook || h.required) hp.chosen = h.variants[0];
+      if (!hp.chosen) hp.rejected.emplace_back(Mechanism::kTpBtf, "load: EPERM");
+      load.plan.hooks.push_back(hp);
+    }
+    load.source = std::move(source);
+    return load;
+  }
+
+  static BlockSeries Series(std::uint32_t dev, std::uint32_t op, std::uint64_t requests) {
+    BlockSeries s;
+    s.dev = dev;
+    s.op = op;
+    s.hist.requests = requests;
+    // queue: 2 x 1 us; device: 2 x 100 us; total: 2 x 101 us
+    const unsigned long long ns[NVMEOF_STAGE_COUNT] = {1000, 100000, 101000};
+    for (int st = 0; st < NVMEOF_STAGE_COUNT; ++st) {
+      s.hist.count[st] = 2;
+      s.hist.sum_ns[st] = 2 * ns[st];
+      s.hist.buckets[st][nvmeof_hist_index(ns[st])] = 2;
+    }
+    return s;
+  }
+
+  fs::path root_;
+  CollectorOptions options_;
+};
+
+constexpr std::uint32_t kLoop0 = 7u << 20;
+constexpr std::uint32_t kVda = 254u << 20;
+
+TEST_F(BpfCollectorTest, StagesPerDeviceAndOp) {
+  auto src = std::make_unique<FakeSource>();
+  src->snap.series = {Series(kLoop0, NVMEOF_OP_READ, 5), Series(kVda, NVMEOF_OP_WRITE, 7)};
+  src->snap.counters[NVMEOF_CTR_INFLIGHT_EVICTED] = 3;
+  src->snap.inflight_used = 4;
+  src->snap.inflight_capacity = 16384;
+  auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)));
+  EXPECT_EQ(c->Name(), "bpf");
+  MetricSink sink;
+  ASSERT_TRUE(c->Collect(sink));
+
+  auto* avail = FindSeries(sink, "nvmeof_exporter_bpf_available", {});
+  ASSERT_TRUE(avail);
+  EXPECT_EQ(avail->gauge.value, 1);
+  EXPECT_EQ(Label(*avail, "reason"), "ok");
+  auto* hook =
+      FindSeries(sink, "nvmeof_exporter_bpf_hook_attached", {{"hook", "block_rq_complete"}});
+  ASSERT_TRUE(hook);
+  EXPECT_EQ(Label(*hook, "mechanism"), "tp_btf");
+  EXPECT_EQ(Label(*hook, "required"), "true");
+  EXPECT_EQ(hook->gauge.value, 1);
+
+  auto* req =
+      FindSeries(sink, "nvmeof_block_requests_total", {{"device", "loop0"}, {"op", "read"}});
+  ASSERT_TRUE(req);
+  EXPECT_EQ(req->counter.value, 5);
+  auto* wr = FindSeries(sink, "nvmeof_block_requests_total", {{"device", "vda"}, {"op", "write"}});
+  ASSERT_TRUE(wr);
+  EXPECT_EQ(wr->counter.value, 7);
+
+  auto* dev = FindSeries(sink, "nvmeof_block_stage_latency_seconds",
+                         {{"device", "loop0"}, {"op", "read"}, {"stage", "device"}});
+  ASSERT_TRUE(dev);
+  EXPECT_EQ(dev->histogram.sample_count, 2u);
+  EXPECT_DOUBLE_EQ(dev->histogram.sample_sum, 200e-6);
+  // Cumulative: 0 below 100 us, 2 from the bucket holding it on, +Inf last.
+  const auto& b = dev->histogram.bucket;
+  ASSERT_EQ(b.size(), size_t(NVMEOF_HIST_BUCKETS));  // every fine bound + +Inf
+  EXPECT_TRUE(std::isinf(b.back().upper_bound));
+  for (const auto& bucket : b) {
+    EXPECT_EQ(bucket.cumulative_count, bucket.upper_bound > 100e-6 ? 2u : 0u) << bucket.upper_bound;
+  }
+  EXPECT_TRUE(FindSeries(sink, "nvmeof_block_stage_latency_seconds", {{"stage", "queue"}}));
+  auto* total = FindSeries(sink, "nvmeof_block_latency_seconds", {{"device", "vda"}});
+  ASSERT_TRUE(total);
+  EXPECT_DOUBLE_EQ(total->histogram.sample_sum, 202e-6);
+
+  auto* lost =
+      FindSeries(sink, "nvmeof_exporter_bpf_lost_events_total", {{"reason", "inflight_evicted"}});
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->counter.value, 3);
+  EXPECT_EQ(FindSeries(sink, "nvmeof_exporter_bpf_inflight_entries", {})->gauge.value, 4);
+  // No BPF stats enabled: no run counters (they would be a frozen, made-up 0).
+  EXPECT_FALSE(sink.Find("nvmeof_exporter_bpf_program_runs_total"));
+}
+
+TEST_F(BpfCollectorTest, ConfiguredBucketsAndDeviceFilter) {
+  options_.bpf.buckets = {10e-6, 1e-3};
+  options_.bpf.block_devices.include = std::regex("loop[0-9]+");
+  auto src = std::make_unique<FakeSource>();
+  src->snap.series = {Series(kLoop0, NVMEOF_OP_READ, 5), Series(kVda, NVMEOF_OP_WRITE, 7)};
+  auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)));
+  MetricSink sink;
+  ASSERT_TRUE(c->Collect(sink));
+  EXPECT_FALSE(FindSeries(sink, "nvmeof_block_requests_total", {{"device", "vda"}}));
+  auto* dev = FindSeries(sink, "nvmeof_block_stage_latency_seconds", {{"stage", "device"}});
+  ASSERT_TRUE(dev);
+  ASSERT_EQ(dev->histogram.bucket.size(), 3u);
+  EXPECT_NEAR(dev->histogram.bucket[0].upper_bound / 10e-6, 1, 0.05);
+  EXPECT_EQ(dev->histogram.bucket[0].cumulative_count, 0u);
+  EXPECT_EQ(dev->histogram.bucket[1].cumulative_count, 2u);
+  EXPECT_EQ(dev->histogram.bucket[2].cumulative_count, 2u);
+}
+
+TEST_F(BpfCollectorTest, UnknownDeviceIsSkippedNotInvented) {
+  auto src = std::make_unique<FakeSource>();
+  src->snap.series = {Series(0, NVMEOF_OP_OTHER, 1), Series(8u << 20 | 16, NVMEOF_OP_READ, 1)};
+  src->snap.inflight_used = 0;
+  auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)));
+  MetricSink sink;
+  ASSERT_TRUE(c->Collect(sink));
+  EXPECT_FALSE(sink.Find("nvmeof_block_requests_total"));
+  EXPECT_EQ(sink.skipped(), 2u);
+}
+
+TEST_F(BpfCollectorTest, MissingIssueHookMergesStages) {
+  auto src = std::make_unique<FakeSource>();
+  src->snap.series = {Series(kLoop0, NVMEOF_OP_READ, 5)};
+  auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src), /*issue_hook=*/false));
+  MetricSink sink;
+  ASSERT_TRUE(c->Collect(sink));
+  EXPECT_FALSE(sink.Find("nvmeof_block_stage_latency_seconds"));
+  EXPECT_TRUE(FindSeries(sink, "nvmeof_block_latency_seconds", {{"device", "loop0"}}));
+  auto* issue = FindSeries(sink, "nvmeof_exporter_bpf_hook_attached", {{"hook", "block_rq_issue"}});
+  ASSERT_TRUE(issue);
+  EXPECT_EQ(Label(*issue, "mechanism"), "none");
+  EXPECT_EQ(issue->gauge.value, 0);
+}
+
+TEST_F(BpfCollectorTest, ProgramStatsWhenEnabled) {
+  auto src = std::make_unique<FakeSource>();
+  src->snap.program_run_stats = true;
+  src->snap.programs = {{"block_rq_complete", Mechanism::kRawTp, {1000, 250000, 2}}};
+  auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)));
+  MetricSink sink;
+  ASSERT_TRUE(c->Collect(sink));
+  auto* runs = FindSeries(sink, "nvmeof_exporter_bpf_program_runs_total",
+                          {{"hook", "block_rq_complete"}, {"mechanism", "raw_tp"}});
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->counter.value, 1000);
+  auto* secs = FindSeries(sink, "nvmeof_exporter_bpf_program_run_seconds_total", {});
+  ASSERT_TRUE(secs);
+  EXPECT_DOUBLE_EQ(secs->counter.value, 250e-6);
+  EXPECT_EQ(FindSeries(sink, "nvmeof_exporter_bpf_lost_events_total", {{"reason", "recursion"}})
+                ->counter.value,
+            2);
+}
+
+TEST_F(BpfCollectorTest, UnavailableSaysWhyAndKeepsGoing) {
+  BlockLoad load;
+  load.availability = {false, "no_capability", "needs CAP_BPF and CAP_PERFMON"};
+  auto c = NewBpfCollectorFrom(options_, std::move(load));
+  MetricSink sink;
+  EXPECT_TRUE(c->Collect(sink));  // reported by the metric, not as a failed scrape
+  auto* avail = FindSeries(sink, "nvmeof_exporter_bpf_available", {});
+  ASSERT_TRUE(avail);
+  EXPECT_EQ(avail->gauge.value, 0);
+  EXPECT_EQ(Label(*avail, "reason"), "no_capability");
+  EXPECT_FALSE(sink.Find("nvmeof_block_requests_total"));
+}
+
+TEST_F(BpfCollectorTest, ReadFailureFailsTheScrape) {
+  auto src = std::make_unique<FakeSource>();
+  src->ok = false;
+  auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)));
+  MetricSink sink;
+  EXPECT_FALSE(c->Collect(sink));
+}
+
+// Without root (or with a locked-down kernel) the real constructor must not throw or exit.
+TEST_F(BpfCollectorTest, RealLoadWithoutCapabilitiesReportsWhy) {
+  fs::create_directories(root_ / "proc/self");
+  std::ofstream(root_ / "proc/self/status") << "CapEff:\t0000000000000000\n";
+  options_.paths.procfs = (root_ / "proc").string();
+  auto c = NewBpfCollector(options_);
+  MetricSink sink;
+  EXPECT_TRUE(c->Collect(sink));
+#ifdef NVMEOF_HAVE_BPF
+  const std::string reason = "no_capability";
+#else
+  const std::string reason = "disabled_at_build";
+#endif
+  EXPECT_EQ(Label(*FindSeries(sink, "nvmeof_exporter_bpf_available", {}), "reason"), reason);
+  std::ostringstream probe;
+  EXPECT_EQ(RunProbe(options_, probe), 1);
+  EXPECT_NE(probe.str().find("unavailable (" + reason + ")"), std::string::npos) << probe.str();
+}
+
+}  // namespace
+}  // namespace nvmeof
