@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Generates the Grafana dashboards in this directory (python3 stdlib only).
+
+The JSON files are generated, not hand-edited, so panel ids, grid positions, datasource references
+and template variables stay consistent. Edit this file, then run:
+
+    dashboards/generate.py           # rewrite the JSON files
+    dashboards/generate.py --check   # exit 1 if a JSON file is not what this script generates
+
+Every query uses the template variables as regular expressions (`=~"$var"`) so "All" (`.*`)
+also matches series without that label. Metric names: README.md "Metrics" and deploy/README.md.
+"""
+import json
+import os
+import sys
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Dashboard:
+    def __init__(self, uid, title, description, tags):
+        self.uid, self.title, self.description, self.tags = uid, title, description, tags
+        self.panels, self.variables = [], []
+        self.next_id, self.x, self.y, self.row_h = 1, 0, 0, 0
+
+    # --- template variables
+    def var(self, name, label, query, multi=True, regex=""):
+        self.variables.append({
+            "name": name, "label": label, "type": "query", "datasource": DS,
+            "query": {"query": query, "refId": "var_" + name}, "definition": query,
+            "refresh": 2, "regex": regex, "sort": 1, "multi": multi, "includeAll": True,
+            "allValue": ".*", "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+            "hide": 0, "options": [],
+        })
+
+    # --- layout: panels flow left to right, 24 columns wide
+    def _place(self, w, h):
+        if self.x + w > 24:
+            self.x, self.y = 0, self.y + self.row_h
+            self.row_h = 0
+        pos = {"x": self.x, "y": self.y, "w": w, "h": h}
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        return pos
+
+    def row(self, title):
+        if self.x:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        self.panels.append({"id": self.next_id, "type": "row", "title": title, "collapsed": False,
+                            "gridPos": {"x": 0, "y": self.y, "w": 24, "h": 1}, "panels": []})
+        self.next_id += 1
+        self.y += 1
+
+    def panel(self, kind, title, description, unit, targets, w=12, h=8, **extra):
+        p = {
+            "id": self.next_id, "type": kind, "title": title, "description": description,
+            "datasource": DS, "gridPos": self._place(w, h),
+            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+            "options": {}, "targets": [],
+        }
+        self.next_id += 1
+        for i, t in enumerate(targets):
+            expr, legend = (t, "") if isinstance(t, str) else t
+            p["targets"].append({"refId": chr(ord("A") + i), "datasource": DS, "expr": expr,
+                                 "legendFormat": legend, "range": True, "instant": False})
+        if kind == "timeseries":
+            stack = extra.pop("stack", False)
+            p["fieldConfig"]["defaults"]["custom"] = {
+                "drawStyle": extra.pop("draw", "line"), "lineWidth": 1, "fillOpacity": 10,
+                "showPoints": "never", "spanNulls": False,
+                "stacking": {"mode": "normal" if stack else "none", "group": "A"}}
+            p["options"] = {"legend": {"displayMode": "table", "placement": "bottom",
+                                       "calcs": ["mean", "max", "lastNotNull"]},
+                            "tooltip": {"mode": "multi", "sort": "desc"}}
+        elif kind == "stat":
+            p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "",
+                                              "values": False},
+                            "colorMode": "value", "graphMode": "area", "textMode": "auto"}
+        elif kind == "table":
+            for t in p["targets"]:
+                t.update({"format": "table", "instant": True, "range": False})
+            p["options"] = {"showHeader": True}
+            p["transformations"] = [{"id": "organize", "options": {
+                "excludeByName": {"Time": True, "__name__": True, "job": True}}}]
+        elif kind == "heatmap":
+            for t in p["targets"]:
+                t.update({"format": "heatmap", "legendFormat": "{{le}}"})
+            p["options"] = {"calculate": False, "yAxis": {"unit": unit},
+                            "cellGap": 1, "color": {"mode": "scheme", "scheme": "Spectral",
+                                                    "steps": 64},
+                            "tooltip": {"show": True, "yHistogram": True}}
+        p.update(extra)
+        self.panels.append(p)
+
+    def json(self):
+        return {
+            "uid": self.uid, "title": self.title, "description": self.description,
+            "tags": self.tags, "timezone": "", "editable": True, "graphTooltip": 1,
+            "schemaVersion": 39, "version": 1, "refresh": "30s",
+            "time": {"from": "now-3h", "to": "now"}, "fiscalYearStartMonth": 0,
+            "annotations": {"list": []},
+            "links": [{"title": "nvmeof dashboards", "type": "dashboards", "tags": ["nvmeof"],
+                       "asDropdown": True, "includeVars": True, "keepTime": True}],
+            "templating": {"list": [{
+                "name": "datasource", "label": "Data source", "type": "datasource",
+                "query": "prometheus", "current": {}, "hide": 0, "refresh": 1, "regex": "",
+                "options": []}] + self.variables},
+            "panels": self.panels,
+        }
+
+
+RI = "$__rate_interval"
+
+
+def latency():
+    d = Dashboard("nvmeof-latency", "NVMe-oF latency",
+                  "Where each NVMe-oF command spends its time, per stage, on the host and on the "
+                  "target: is it the drive, the target, the network or the host?",
+                  ["nvmeof", "latency"])
+    d.var("instance", "Instance", "label_values(nvmeof_exporter_build_info, instance)")
+    d.var("transport", "Transport", 'label_values(nvmeof_commands_total{instance=~"$instance"}, transport)')
+    d.var("device", "Device (host)",
+          'label_values(nvmeof_commands_total{role="host", instance=~"$instance"}, device)')
+    d.var("subsystem", "Subsystem (target)",
+          'label_values(nvmeof_commands_total{role="target", instance=~"$instance"}, subsystem)')
+    d.var("op", "Op", 'label_values(nvmeof_commands_total{instance=~"$instance"}, op)')
+    d.var("blockdev", "Block device",
+          'label_values(nvmeof_block_requests_total{instance=~"$instance"}, device)')
+    H = 'role="host", instance=~"$instance", transport=~"$transport", device=~"$device", op=~"$op"'
+    T = ('role="target", instance=~"$instance", transport=~"$transport", '
+         'subsystem=~"$subsystem", op=~"$op"')
+    B = 'instance=~"$instance", device=~"$blockdev"'
+    SAMPLED = ("Latency histograms are sampled (1 in nvmeof_exporter_bpf_sample_every commands); "
+               "counts of commands are exact.")
+
+    d.row("At a glance")
+    d.panel("stat", "Host IOPS", "NVMe-oF commands completed per second on the hosts (exact).",
+            "iops", [f"sum(rate(nvmeof_commands_total{{{H}}}[{RI}]))"], w=5, h=4)
+    d.panel("stat", "Host p99", "End-to-end p99 on the hosts: block layer submission to "
+            "completion. " + SAMPLED, "s",
+            [f"histogram_quantile(0.99, sum by (le) (rate(nvmeof_command_latency_seconds_bucket{{{H}}}[{RI}])))"],
+            w=5, h=4)
+    d.panel("stat", "Target IOPS", "NVMe-oF commands completed per second on the targets.",
+            "iops", [f"sum(rate(nvmeof_commands_total{{{T}}}[{RI}]))"], w=5, h=4)
+    d.panel("stat", "Target p99", "End-to-end p99 on the targets: capsule received to response "
+            "sent. " + SAMPLED, "s",
+            [f"histogram_quantile(0.99, sum by (le) (rate(nvmeof_command_latency_seconds_bucket{{{T}}}[{RI}])))"],
+            w=5, h=4)
+    d.panel("stat", "Network estimate (max)",
+            "Largest estimated network time over hosts and subsystems: host mean 'network and "
+            "target' minus the target's mean residence (recording rule "
+            "nvmeof:network_estimate_seconds:mean_5m).", "s",
+            ['max(nvmeof:network_estimate_seconds:mean_5m{instance=~"$instance", '
+             'transport=~"$transport", op=~"$op"})'], w=4, h=4)
+
+    d.row("Controllers and paths")
+    I = 'instance=~"$instance"'
+    d.panel("table", "Host controllers not live",
+            "Controllers whose state is not live, with their transport and address (alert: "
+            "NvmeofControllerNotLive). Empty when all are live.", "none",
+            [f'(nvmeof_controller_state{{{I}, state!="live"}} == 1) * on (instance, job, controller) '
+             f'group_left (transport, traddr, trsvcid, subsysnqn) '
+             f'nvmeof_controller_info{{{I}, transport=~"$transport"}}'], w=12)
+    d.panel("table", "Host controllers", "Every controller's current state.", "none",
+            [f"nvmeof_controller_state{{{I}}} == 1"], w=12)
+    d.panel("table", "Host paths (ANA state)", "Each path of each namespace and its ANA state "
+            "(alerts: NvmeofPathInaccessible, NvmeofNamespaceNoUsablePath).", "none",
+            [f"nvmeof_path_ana_state{{{I}}} == 1"], w=12)
+    d.panel("table", "Target ports and ANA groups", "ANA state of each target port's groups, "
+            "with the port's transport and address.", "none",
+            [f"(nvmeof_target_ana_group_state{{{I}}} == 1) * on (instance, job, port) "
+             f"group_left (trtype, traddr, trsvcid) nvmeof_target_port_info{{{I}}}"], w=12)
+    d.panel("timeseries", "Controller resets, reconnects and errors",
+            "Resets, reconnects and commands completed with an error, per controller.", "short",
+            [(f"increase(nvmeof_controller_resets_total{{{I}}}[{RI}])",
+              "{{instance}} {{controller}} resets"),
+             (f"increase(nvmeof_controller_reconnects_total{{{I}}}[{RI}])",
+              "{{instance}} {{controller}} reconnects"),
+             (f"increase(nvmeof_controller_command_errors_total{{{I}}}[{RI}])",
+              "{{instance}} {{controller}} command errors")], w=24)
+
+    for role, sel, who in (("host", H, "Host"), ("target", T, "Target")):
+        d.row(f"{who} stages")
+        d.panel("timeseries", f"{who} p99 by stage",
+                f"p99 of each {role} stage: one glance shows which stage moved. " + SAMPLED, "s",
+                [(f"histogram_quantile(0.99, sum by (stage, le) (rate(nvmeof_stage_latency_seconds_bucket{{{sel}}}[{RI}])))",
+                  "{{stage}}")])
+        d.panel("timeseries", f"{who} p50 by stage", f"Median of each {role} stage.", "s",
+                [(f"histogram_quantile(0.50, sum by (stage, le) (rate(nvmeof_stage_latency_seconds_bucket{{{sel}}}[{RI}])))",
+                  "{{stage}}")])
+        d.panel("timeseries", f"{who}: mean time per command by stage (stacked)",
+                f"Mean time of each {role} stage, stacked: the stages add up to the {role}'s "
+                "end-to-end mean, so the breakdown shows where a command's time goes.", "s",
+                [(f"sum by (stage) (rate(nvmeof_stage_latency_seconds_sum{{{sel}}}[{RI}])) / "
+                  f"sum by (stage) (rate(nvmeof_stage_latency_seconds_count{{{sel}}}[{RI}]))",
+                  "{{stage}}")], stack=True)
+        d.panel("timeseries", f"{who} queue depth by stage (Little's law)",
+                "Average number of commands inside each stage: arrival rate x mean time = "
+                "rate(..._sum), scaled by the sampling factor.", "short",
+                [(f"sum by (stage) (rate(nvmeof_stage_latency_seconds_sum{{{sel}}}[{RI}]) "
+                  "* on (instance, job) group_left nvmeof_exporter_bpf_sample_every)", "{{stage}}")])
+
+    d.row("End to end")
+    d.panel("timeseries", "Host p99 by device",
+            "End-to-end p99 per namespace block device (all its paths). " + SAMPLED, "s",
+            [(f"histogram_quantile(0.99, sum by (instance, device, op, le) (rate(nvmeof_command_latency_seconds_bucket{{{H}}}[{RI}])))",
+              "{{instance}} {{device}} {{op}}")])
+    d.panel("timeseries", "Target p99 by subsystem",
+            "Target end-to-end p99 per subsystem. " + SAMPLED, "s",
+            [(f"histogram_quantile(0.99, sum by (instance, subsystem, op, le) (rate(nvmeof_command_latency_seconds_bucket{{{T}}}[{RI}])))",
+              "{{instance}} {{subsystem}} {{op}}")])
+    d.panel("timeseries", "Host IOPS by device", "Commands per second per namespace (exact).",
+            "iops", [(f"sum by (instance, device, op) (rate(nvmeof_commands_total{{{H}}}[{RI}]))",
+                      "{{instance}} {{device}} {{op}}")])
+    d.panel("timeseries", "Target IOPS by subsystem", "Commands per second per subsystem.",
+            "iops", [(f"sum by (instance, subsystem, op) (rate(nvmeof_commands_total{{{T}}}[{RI}]))",
+                      "{{instance}} {{subsystem}} {{op}}")])
+    d.panel("timeseries", "Network estimate",
+            "Host mean 'network and target' (posted to response received) minus the target's "
+            "mean residence for the same subsystem NQN: the network both ways plus what the "
+            "target does before its first and after its last hook. Needs the recording rules "
+            "of deploy/prometheus and both exporters in the same Prometheus.", "s",
+            [('nvmeof:network_estimate_seconds:mean_5m{instance=~"$instance", '
+              'transport=~"$transport", op=~"$op"}', "network {{instance}} {{subsysnqn}} {{op}}"),
+             ('nvmeof:host_network_and_target_seconds:mean_5m{instance=~"$instance", '
+              'transport=~"$transport", op=~"$op"}',
+              "host network+target {{instance}} {{subsysnqn}} {{op}}"),
+             ('nvmeof:target_command_latency_seconds:mean_5m{transport=~"$transport", '
+              'subsystem=~"$subsystem", op=~"$op"}', "target {{subsysnqn}} {{op}}")], w=24)
+    d.panel("heatmap", "Host end-to-end latency",
+            "Distribution of host end-to-end latency over time (all selected devices).", "s",
+            [f"sum by (le) (rate(nvmeof_command_latency_seconds_bucket{{{H}}}[{RI}]))"])
+    d.panel("heatmap", "Target end-to-end latency",
+            "Distribution of target end-to-end latency over time (all selected subsystems).", "s",
+            [f"sum by (le) (rate(nvmeof_command_latency_seconds_bucket{{{T}}}[{RI}]))"])
+
+    d.row("Block layer (eBPF, every block device)")
+    d.panel("timeseries", "Block p99 by device and stage",
+            "Block-layer stages of every block device on the node: queue = allocated to issued "
+            "to the driver, device = issued to completed. " + SAMPLED, "s",
+            [(f"histogram_quantile(0.99, sum by (instance, device, stage, le) (rate(nvmeof_block_stage_latency_seconds_bucket{{{B}}}[{RI}])))",
+              "{{instance}} {{device}} {{stage}}")])
+    d.panel("timeseries", "Block p99 and p50 by device",
+            "Block-layer request latency, allocated to completed. " + SAMPLED, "s",
+            [(f"histogram_quantile(0.99, sum by (instance, device, le) (rate(nvmeof_block_latency_seconds_bucket{{{B}}}[{RI}])))",
+              "p99 {{instance}} {{device}}"),
+             (f"histogram_quantile(0.50, sum by (instance, device, le) (rate(nvmeof_block_latency_seconds_bucket{{{B}}}[{RI}])))",
+              "p50 {{instance}} {{device}}")])
+    d.panel("timeseries", "Block IOPS", "Block requests completed per second (exact).", "iops",
+            [(f"sum by (instance, device, op) (rate(nvmeof_block_requests_total{{{B}}}[{RI}]))",
+              "{{instance}} {{device}} {{op}}")])
+    d.panel("timeseries", "Block queue depth by stage (Little's law)",
+            "Average requests in each block-layer stage.", "short",
+            [(f"sum by (instance, device, stage) (rate(nvmeof_block_stage_latency_seconds_sum{{{B}}}[{RI}]) "
+              "* on (instance, job) group_left nvmeof_exporter_bpf_sample_every)",
+              "{{instance}} {{device}} {{stage}}")])
+    return d
+
+
+def fabric():
+    d = Dashboard("nvmeof-rdma-fabric", "RDMA fabric",
+                  "RDMA ports, PFC and pause storms, ECN/DCQCN congestion, RDMA transport "
+                  "errors and NVMe/TCP retransmits.", ["nvmeof", "rdma"])
+    d.var("instance", "Instance", "label_values(nvmeof_exporter_build_info, instance)")
+    d.var("device", "RDMA device", 'label_values(rdma_port_info{instance=~"$instance"}, device)')
+    d.var("netdev", "Netdev",
+          'label_values(rdma_netdev_info{instance=~"$instance", rdma_device=~"$device"}, netdev)')
+    d.var("priority", "Priority",
+          'label_values(rdma_pfc_pause_frames_total{instance=~"$instance", netdev=~"$netdev"}, priority)')
+    D = 'instance=~"$instance", device=~"$device"'
+    N = 'instance=~"$instance", netdev=~"$netdev"'
+    P = N + ', priority=~"$priority"'
+    I = 'instance=~"$instance"'
+    port = "{{instance}} {{device}}/{{port}}"
+
+    d.row("Ports")
+    d.panel("table", "Port state", "Logical state of each RDMA port (ACTIVE = usable).", "none",
+            [f"rdma_port_state{{{D}}} == 1"], w=8)
+    d.panel("table", "Physical state", "Physical link state (LinkUp, Polling = no partner, "
+            "Disabled = admin down).", "none", [f"rdma_port_phys_state{{{D}}} == 1"], w=8)
+    d.panel("table", "Port rate", "Negotiated port rate.", "Bps",
+            [f"rdma_port_rate_bytes_per_second{{{D}}}"], w=8)
+    d.panel("timeseries", "Throughput (port counters)",
+            "Bytes per second from the port's PMA counters (all traffic on the port).", "Bps",
+            [(f"rate(rdma_port_transmit_bytes_total{{{D}}}[{RI}])", port + " tx"),
+             (f"rate(rdma_port_receive_bytes_total{{{D}}}[{RI}])", port + " rx")])
+    d.panel("timeseries", "Link utilization", "Port throughput as a fraction of its rate.",
+            "percentunit",
+            [(f"rate(rdma_port_transmit_bytes_total{{{D}}}[{RI}]) / on (instance, job, device, port) "
+              f"rdma_port_rate_bytes_per_second{{{D}}}", port + " tx"),
+             (f"rate(rdma_port_receive_bytes_total{{{D}}}[{RI}]) / on (instance, job, device, port) "
+              f"rdma_port_rate_bytes_per_second{{{D}}}", port + " rx")])
+    d.panel("timeseries", "Throughput (driver counters)",
+            "RDMA bytes per second as counted by the driver's hw_counters (rxe, bnxt_re; mlx5 "
+            "when its optional counters are enabled).", "Bps",
+            [(f"rate(rdma_transmit_bytes_total{{{D}}}[{RI}])", port + " tx"),
+             (f"rate(rdma_receive_bytes_total{{{D}}}[{RI}])", port + " rx")])
+    d.panel("timeseries", "Packets", "Packets per second (port counters).", "pps",
+            [(f"rate(rdma_port_transmit_packets_total{{{D}}}[{RI}])", port + " tx"),
+             (f"rate(rdma_port_receive_packets_total{{{D}}}[{RI}])", port + " rx")])
+
+    d.row("PFC and pause")
+    d.panel("timeseries", "PFC pause frames per priority",
+            "PFC pause frames per second: rx = the peer paused us, tx = we paused the peer.",
+            "pps", [(f"sum by (instance, netdev, direction, priority) (rate(rdma_pfc_pause_frames_total{{{P}}}[{RI}]))",
+                     "{{instance}} {{netdev}} prio {{priority}} {{direction}}")])
+    d.panel("timeseries", "Time paused per priority",
+            "Fraction of time the priority was paused by PFC (alert: RdmaPfcPausedHigh above "
+            "25% for 10 minutes).", "percentunit",
+            [(f"rate(rdma_pfc_pause_seconds_total{{{P}}}[{RI}])",
+              "{{instance}} {{netdev}} prio {{priority}} {{direction}}")])
+    d.panel("timeseries", "Pause storm events",
+            "Pause storm events (mlx5 stall detection): warning = pausing past the warning "
+            "threshold, error = storm prevention stopped honouring PFC.", "short",
+            [(f"increase(rdma_pause_storm_events_total{{{N}}}[{RI}])",
+              "{{instance}} {{netdev}} {{severity}}")], draw="bars")
+    d.panel("timeseries", "PFC pause transitions", "Pause on/off transitions per second.", "cps",
+            [(f"rate(rdma_pfc_pause_transitions_total{{{P}}}[{RI}])",
+              "{{instance}} {{netdev}} prio {{priority}} {{direction}}")])
+    d.panel("timeseries", "Link pause (802.3x) frames", "Global pause frames per second.", "pps",
+            [(f"rate(rdma_link_pause_frames_total{{{N}}}[{RI}])",
+              "{{instance}} {{netdev}} {{direction}}")])
+    d.panel("timeseries", "Time paused by link pause", "Fraction of time paused by 802.3x pause.",
+            "percentunit", [(f"rate(rdma_link_pause_seconds_total{{{N}}}[{RI}])",
+                             "{{instance}} {{netdev}} {{direction}}")])
+    d.panel("table", "PFC enabled priorities (DCB)", "Priorities with PFC enabled (DCB netlink).",
+            "none", [f"rdma_dcb_pfc_enabled{{{N}}} == 1"], w=8)
+    d.panel("timeseries", "PFC requests and indications (DCB)",
+            "PFC frames sent (requests) and received (indications) per priority, from DCB "
+            "netlink.", "pps",
+            [(f"rate(rdma_dcb_pfc_requests_total{{{P}}}[{RI}])",
+              "{{instance}} {{netdev}} prio {{priority}} sent"),
+             (f"rate(rdma_dcb_pfc_indications_total{{{P}}}[{RI}])",
+              "{{instance}} {{netdev}} prio {{priority}} received")], w=8)
+    d.panel("timeseries", "Port discards", "Packets discarded at the port (PHY) and per "
+            "priority.", "pps",
+            [(f"rate(rdma_phy_discards_total{{{N}}}[{RI}])", "{{instance}} {{netdev}} phy {{direction}}"),
+             (f"rate(rdma_priority_discards_total{{{P}}}[{RI}])",
+              "{{instance}} {{netdev}} prio {{priority}} {{direction}}")], w=8)
+
+    d.row("Congestion (ECN / DCQCN)")
+    d.panel("timeseries", "ECN-marked packets received",
+            "RoCE packets received with the CE mark: switches on the way in are queueing.",
+            "pps", [(f"rate(rdma_ecn_marked_packets_total{{{D}}}[{RI}])", port)], w=8)
+    d.panel("timeseries", "ECN-marked fraction",
+            "Share of received packets that were ECN-marked (alert: RdmaEcnCongestion above 5% "
+            "for 15 minutes).", "percentunit",
+            [(f"sum by (instance, device, port) (rate(rdma_ecn_marked_packets_total{{{D}}}[{RI}])) / "
+              f"sum by (instance, device, port) (rate(rdma_port_receive_packets_total{{{D}}}[{RI}]))",
+              port)], w=8)
+    d.panel("timeseries", "CNPs", "Congestion notification packets: sent (we saw ECN marks), "
+            "handled (a peer asked us to slow down), ignored.", "pps",
+            [(f"rate(rdma_cnp_sent_total{{{D}}}[{RI}])", port + " sent"),
+             (f"rate(rdma_cnp_handled_total{{{D}}}[{RI}])", port + " handled"),
+             (f"rate(rdma_cnp_ignored_total{{{D}}}[{RI}])", port + " ignored")], w=8)
+
+    d.row("RDMA transport errors")
+    d.panel("timeseries", "Retransmits", "Retransmissions (iWARP TCP segments, rxe retry "
+            "sequences). mlx5/bnxt_re: see sequence errors and timeouts.", "cps",
+            [(f"rate(rdma_retransmits_total{{{D}}}[{RI}])", port)], w=8)
+    d.panel("timeseries", "Sequence errors", "Out-of-sequence packets and NAK sequence errors: "
+            "packet loss that forces a go-back-N retransmit.", "cps",
+            [(f"rate(rdma_packet_sequence_errors_total{{{D}}}[{RI}])", port + " NAK seq err"),
+             (f"rate(rdma_implied_nak_sequence_errors_total{{{D}}}[{RI}])", port + " implied NAK"),
+             (f"rate(rdma_out_of_sequence_total{{{D}}}[{RI}])", port + " out of sequence"),
+             (f"rate(rdma_duplicate_requests_total{{{D}}}[{RI}])", port + " duplicate requests")],
+            w=8)
+    d.panel("timeseries", "Timeouts and retry exhaustion",
+            "Local ACK timeouts (each stalls the QP for its timeout) and QPs that exhausted "
+            "their retries (QP to error: NVMe-oF reconnects).", "cps",
+            [(f"rate(rdma_local_ack_timeout_errors_total{{{D}}}[{RI}])", port + " ACK timeout"),
+             (f"rate(rdma_retry_exceeded_errors_total{{{D}}}[{RI}])", port + " retry exceeded")],
+            w=8)
+    d.panel("timeseries", "RNR (receiver not ready)",
+            "RNR NAKs received and sent, and RNR retry exhaustion: receive queues running empty.",
+            "cps",
+            [(f"rate(rdma_rnr_nak_errors_total{{{D}}}[{RI}])", port + " RNR NAK received"),
+             (f"rate(rdma_rnr_naks_sent_total{{{D}}}[{RI}])", port + " RNR NAK sent"),
+             (f"rate(rdma_rnr_retry_exceeded_errors_total{{{D}}}[{RI}])", port + " RNR retry exceeded")],
+            w=8)
+    d.panel("timeseries", "Discards",
+            "Packets dropped for lack of a receive WQE, and RoCE discards.", "pps",
+            [(f"rate(rdma_out_of_buffer_discards_total{{{D}}}[{RI}])", port + " out of buffer"),
+             (f"rate(rdma_receive_discards_total{{{D}}}[{RI}])", port + " rx discards"),
+             (f"rate(rdma_transmit_discards_total{{{D}}}[{RI}])", port + " tx discards")], w=8)
+    d.panel("timeseries", "Completion errors", "Work completions with an error status and remote "
+            "errors NAKed to the requester.", "cps",
+            [(f"rate(rdma_requester_cqe_errors_total{{{D}}}[{RI}])", port + " requester CQE"),
+             (f"rate(rdma_responder_cqe_errors_total{{{D}}}[{RI}])", port + " responder CQE"),
+             (f"rate(rdma_remote_access_errors_total{{{D}}}[{RI}])", port + " remote access"),
+             (f"rate(rdma_remote_invalid_request_errors_total{{{D}}}[{RI}])",
+              port + " remote invalid request")], w=8)
+    d.panel("timeseries", "Busiest hw_counters", "The 15 fastest-moving driver hw_counters "
+            "under their own names (every counter the driver exposes).", "cps",
+            [(f"topk(15, rate(rdma_hw_counter_total{{{D}}}[{RI}]))", port + " {{counter}}")],
+            w=24)
+
+    d.row("NVMe/TCP (node-wide TCP)")
+    d.panel("timeseries", "TCP retransmits", "Retransmitted segments per second, node-wide.",
+            "cps",
+            [(f"rate(nvmeof_tcp_retransmitted_segments_total{{{I}}}[{RI}])", "{{instance}} retransmitted"),
+             (f"rate(nvmeof_tcp_fast_retransmits_total{{{I}}}[{RI}])", "{{instance}} fast"),
+             (f"rate(nvmeof_tcp_lost_retransmits_total{{{I}}}[{RI}])", "{{instance}} lost again")],
+            w=8)
+    d.panel("timeseries", "TCP retransmit ratio", "Retransmitted / sent segments (alert: "
+            "NvmeofTcpRetransmitRatio above 1% for 10 minutes).", "percentunit",
+            [(f"rate(nvmeof_tcp_retransmitted_segments_total{{{I}}}[{RI}]) / "
+              f"rate(nvmeof_tcp_segments_sent_total{{{I}}}[{RI}])", "{{instance}}")], w=8)
+    d.panel("timeseries", "TCP timeouts and ECN", "Retransmission timeouts (each one stalls "
+            "NVMe/TCP I/O for an RTO), segments acknowledged with an ECN congestion echo, and "
+            "IP packets received with the CE mark.", "cps",
+            [(f"rate(nvmeof_tcp_timeouts_total{{{I}}}[{RI}])", "{{instance}} RTO"),
+             (f"rate(nvmeof_tcp_delivered_ce_total{{{I}}}[{RI}])", "{{instance}} delivered CE"),
+             (f'sum by (instance) (rate(nvmeof_ip_received_packets_total{{{I}, ecn="ce"}}[{RI}]))',
+              "{{instance}} IP CE received")], w=8)
+    d.panel("timeseries", "NVMe/TCP connections", "Open NVMe/TCP connections by role and "
+            "NVMe/TCP port (sock_diag).", "short",
+            [(f"nvmeof_tcp_connections{{{I}}}", "{{instance}} {{role}} :{{port}}")], w=12)
+    d.panel("timeseries", "Retransmits on open NVMe/TCP connections",
+            "Retransmitted segments summed over the NVMe/TCP connections open now (drops when a "
+            "connection closes).", "short",
+            [(f"nvmeof_tcp_connection_retransmits{{{I}}}", "{{instance}} {{role}} :{{port}}")],
+            w=12)
+    return d
+
+
+def health():
+    d = Dashboard("nvmeof-exporter-health", "nvmeof_exporter health",
+                  "Is the exporter telling the truth? Collectors, eBPF hooks, overhead, scrapes.",
+                  ["nvmeof", "exporter"])
+    d.var("job", "Job", "label_values(nvmeof_exporter_build_info, job)")
+    d.var("instance", "Instance", 'label_values(nvmeof_exporter_build_info{job=~"$job"}, instance)')
+    d.var("collector", "Collector",
+          'label_values(nvmeof_exporter_collector_success{instance=~"$instance"}, collector)')
+    E = 'job=~"$job", instance=~"$instance"'
+    C = E + ', collector=~"$collector"'
+
+    d.row("Scrapes and collectors")
+    d.panel("stat", "Targets up", "Exporters Prometheus scraped successfully (alert: "
+            "NvmeofExporterDown).", "none", [(f"up{{{E}}}", "{{instance}}")], w=6, h=6)
+    d.panel("timeseries", "Collector success", "1 if the collector read its source this scrape "
+            "(alert: NvmeofExporterCollectorFailing).", "none",
+            [(f"nvmeof_exporter_collector_success{{{C}}}", "{{instance}} {{collector}}")], w=9, h=6)
+    d.panel("timeseries", "Skipped series", "Series a collector skipped this scrape: unreadable "
+            "or malformed values in its source.", "short",
+            [(f"nvmeof_exporter_collector_skipped_series{{{C}}}", "{{instance}} {{collector}}")],
+            w=9, h=6)
+    d.panel("timeseries", "Collector duration", "Time each collector took per scrape.", "s",
+            [(f"nvmeof_exporter_collector_duration_seconds{{{C}}}", "{{instance}} {{collector}}")])
+    d.panel("timeseries", "Scrape duration", "Time Prometheus took to scrape the exporter.", "s",
+            [(f"scrape_duration_seconds{{{E}}}", "{{instance}}")])
+    d.panel("timeseries", "Samples per scrape", "Samples in each scrape (cardinality).", "short",
+            [(f"scrape_samples_scraped{{{E}}}", "{{instance}}")])
+    d.panel("table", "Build", "Exporter version and revision.", "none",
+            [f"nvmeof_exporter_build_info{{{E}}}"])
+
+    d.row("eBPF")
+    d.panel("table", "eBPF availability", "1 if eBPF stage latency is collected; otherwise the "
+            "reason (no_capability, no_btf, lockdown, load_failed, ...).", "none",
+            [f"nvmeof_exporter_bpf_available{{{E}}}"], w=8)
+    d.panel("table", "eBPF hooks", "Each hook: attached (1) or not, with the mechanism used "
+            "(fentry, kprobe, tp_btf, raw_tp, none) and whether it is required.", "none",
+            [f"nvmeof_exporter_bpf_hook_attached{{{E}}}"], w=16)
+    d.panel("timeseries", "eBPF run time per I/O",
+            "CPU time of all eBPF programs per block request (needs bpf.enable_stats or the "
+            "kernel.bpf_stats_enabled sysctl).", "s",
+            [(f"sum by (instance) (rate(nvmeof_exporter_bpf_program_run_seconds_total{{{E}}}[{RI}])) / "
+              f"sum by (instance) (rate(nvmeof_block_requests_total{{{E}}}[{RI}]))", "{{instance}}")],
+            w=8)
+    d.panel("timeseries", "eBPF run time per program run",
+            "Mean CPU time of one run of each hook's program.", "s",
+            [(f"rate(nvmeof_exporter_bpf_program_run_seconds_total{{{E}}}[{RI}]) / "
+              f"rate(nvmeof_exporter_bpf_program_runs_total{{{E}}}[{RI}])",
+              "{{instance}} {{hook}} ({{mechanism}})")], w=8)
+    d.panel("timeseries", "eBPF CPU", "CPU used by the eBPF programs, in cores.", "percentunit",
+            [(f"sum by (instance) (rate(nvmeof_exporter_bpf_program_run_seconds_total{{{E}}}[{RI}]))",
+              "{{instance}}")], w=8)
+    d.panel("timeseries", "eBPF lost events", "Events the programs could not record, by reason "
+            "(inflight_evicted = an untimed request, map_full, recursion).", "cps",
+            [(f"rate(nvmeof_exporter_bpf_lost_events_total{{{E}}}[{RI}])",
+              "{{instance}} {{reason}}")], w=8)
+    d.panel("timeseries", "In-flight table use",
+            "Requests holding an issue timestamp, as a fraction of the table.", "percentunit",
+            [(f"nvmeof_exporter_bpf_inflight_entries{{{E}}} / "
+              f"nvmeof_exporter_bpf_inflight_capacity{{{E}}}", "{{instance}}")], w=8)
+    d.panel("stat", "Sampling", "Latency is timed for 1 in this many commands.", "none",
+            [(f"nvmeof_exporter_bpf_sample_every{{{E}}}", "{{instance}}")], w=8)
+    return d
+
+
+DASHBOARDS = {"nvmeof-latency.json": latency, "rdma-fabric.json": fabric,
+              "exporter-health.json": health}
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for name, build in DASHBOARDS.items():
+        text = json.dumps(build().json(), indent=2, sort_keys=True) + "\n"
+        path = os.path.join(HERE, name)
+        if check:
+            old = open(path).read() if os.path.exists(path) else ""
+            if old != text:
+                stale.append(name)
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+    if stale:
+        print("out of date (run dashboards/generate.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

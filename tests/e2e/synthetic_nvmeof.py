@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Synthetic NVMe-oF stage-latency series, in OpenMetrics, for `promtool tsdb create-blocks-from
+openmetrics`. SYNTHETIC: they stand in for what the VM scenarios' host and target exporters will
+produce (issue 5: nvmeof_stage_latency_seconds, nvmeof_command_latency_seconds,
+nvmeof_commands_total) until those scenarios feed the e2e test for real. Everything else in the
+e2e test comes from a live scrape of the real exporter.
+
+Shape (DESIGN.md "stage model"): a host exporter (role="host", per namespace device and
+controller) and a target exporter (role="target", per subsystem NQN and port), NVMe/RDMA and
+NVMe/TCP, reads and writes, log-normal stage latencies with realistic means. Two windows of
+samples: a day ago (for the latency-regression alerts' `offset 1d`) and the last 10 minutes
+(dense at the end, for 1-minute rate windows). On day 2 the target's storage stage of writes to
+the ssd-pool subsystem is 2.5x slower (a degraded drive), which the host sees in its "network
+and target" stage: the latency-regression alerts must find it.
+
+python3 stdlib only. Usage:
+  synthetic_nvmeof.py --end EPOCH --out FILE --host-instance H --target-instance T
+      [--job nvmeof] [--topology METRICS_TEXT] [--with-bpf]
+--topology: an exporter /metrics text whose nvmeof_namespace_info series are copied to the host
+instance (the host's namespaces: what the network-estimate rule joins on).
+--with-bpf: also emit eBPF self-metrics and block-layer histograms for the host instance (only
+used when the exporter under test was built without the bpf collector).
+"""
+import argparse
+import math
+import re
+
+DAY = 86400.0
+# A subset of the exporter's bucket bounds (bpf/hist.h: log-linear, 8 per octave): every 4th
+# bound, as a user would get with a coarser bpf.buckets setting.
+START = [0, 6, 13, 20, 28, 37, 47, 58, 64]
+
+
+def fine_upper_ns(i):
+    if i == 0:
+        return 128
+    e, g = 7 + (i - 1) // 8, (i - 1) % 8
+    return (64 + START[g + 1]) << (e - 6)
+
+
+BOUNDS = [fine_upper_ns(i) * 1e-9 for i in range(0, 1 + 27 * 8) if i % 4 == 0]
+BOUNDS = [b for b in BOUNDS if 5e-7 <= b <= 0.07]
+
+HOST_STAGES = ["block_submit", "driver_submit", "network_and_target", "host_receive",
+               "block_complete"]
+
+# (device, controller, transport, subsystem NQN, target port, {op: iops})
+HOST_DEVICES = [
+    ("nvme0n1", "nvme0", "rdma", "nqn.2024-06.io.example:ssd-pool", "1",
+     {"read": 20000, "write": 8000}),
+    ("nvme1n1", "nvme1", "tcp", "nqn.2024-06.io.example:null-test", "2",
+     {"read": 6000, "write": 3000}),
+]
+
+# Mean stage latencies in microseconds, per transport and op.
+TARGET_MEANS = {
+    ("rdma", "read"): {"receive": 3, "submit": 2, "storage": 60, "response": 8},
+    ("rdma", "write"): {"receive": 3, "data_transfer": 10, "submit": 2, "storage": 70,
+                        "response": 4},
+    ("tcp", "read"): {"receive": 6, "submit": 3, "storage": 60, "response": 15},
+    ("tcp", "write"): {"receive": 6, "data_transfer": 20, "submit": 3, "storage": 70,
+                       "response": 6},
+}
+NETWORK_US = {"rdma": 7.0, "tcp": 45.0}  # the wire and NICs, both ways
+HOST_MEANS = {"block_submit": 2, "driver_submit": 3, "host_receive": 4, "block_complete": 2}
+REGRESSED = ("nqn.2024-06.io.example:ssd-pool", "write", "storage", 2.5)
+
+
+def lognormal_cdf(x, mean, sigma):
+    if x <= 0:
+        return 0.0
+    mu = math.log(mean) - sigma * sigma / 2
+    return 0.5 * (1 + math.erf((math.log(x) - mu) / (sigma * math.sqrt(2))))
+
+
+class Dist:
+    """A latency distribution: log-normal with the given mean (seconds)."""
+
+    def __init__(self, mean, sigma=0.35):
+        self.mean, self.sigma = mean, sigma
+        self.cdf = [lognormal_cdf(b, mean, sigma) for b in BOUNDS]
+
+
+class Series:
+    """One histogram or counter whose distribution changes from `old` to `new` at t_change."""
+
+    def __init__(self, labels, rate, old, new, t0, t_change):
+        self.labels, self.rate, self.old, self.new = labels, rate, old, new
+        self.t0, self.t_change = t0, t_change
+
+    def pieces(self, t):
+        a = max(0.0, min(t, self.t_change) - self.t0) * self.rate
+        b = max(0.0, t - self.t_change) * self.rate
+        return a, b
+
+    def count(self, t):
+        a, b = self.pieces(t)
+        return math.floor(a + b)
+
+    def bucket(self, t, i):
+        a, b = self.pieces(t)
+        return math.floor(a * self.old.cdf[i] + b * self.new.cdf[i])
+
+    def sum(self, t):
+        a, b = self.pieces(t)
+        return a * self.old.mean + b * self.new.mean
+
+
+def fmt_labels(labels):
+    return "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+
+def timestamps(end):
+    ts = []
+    t = end - DAY - 12 * 60
+    while t <= end - DAY + 3 * 60:
+        ts.append(t)
+        t += 30
+    t = end - 10 * 60
+    while t < end - 120:
+        ts.append(t)
+        t += 30
+    t = end - 120
+    while t <= end + 1e-6:
+        ts.append(t)
+        t += 5
+    return ts
+
+
+def build(args):
+    t0 = args.end - DAY - 3600
+    t_change = args.end - 20 * 60  # the drive degraded 20 minutes ago
+    hosts = {"instance": args.host_instance, "job": args.job}
+    targets = {"instance": args.target_instance, "job": args.job}
+    stage, command, commands = [], [], []
+    for dev, ctrl, transport, nqn, port, ops in HOST_DEVICES:
+        for op, iops in ops.items():
+            tmeans = TARGET_MEANS[(transport, op)]
+            slow = REGRESSED[0] == nqn and REGRESSED[1] == op
+            new_tmeans = dict(tmeans)
+            if slow:
+                new_tmeans[REGRESSED[2]] *= REGRESSED[3]
+            # Target side.
+            tl = dict(targets, role="target", transport=transport, op=op, subsystem=nqn,
+                      port=port)
+            for st in tmeans:
+                stage.append(Series(dict(tl, stage=st), iops, Dist(tmeans[st] * 1e-6),
+                                    Dist(new_tmeans[st] * 1e-6), t0, t_change))
+            tsum, new_tsum = sum(tmeans.values()), sum(new_tmeans.values())
+            command.append(Series(tl, iops, Dist(tsum * 1e-6, 0.3), Dist(new_tsum * 1e-6, 0.3),
+                                  t0, t_change))
+            commands.append(Series(tl, iops, None, None, t0, t_change))
+            # Host side: "network and target" = the network plus the target's residence.
+            hl = dict(hosts, role="host", transport=transport, op=op, controller=ctrl,
+                      device=dev)
+            nt, new_nt = NETWORK_US[transport] + tsum, NETWORK_US[transport] + new_tsum
+            hmeans = dict(HOST_MEANS, network_and_target=nt)
+            new_hmeans = dict(HOST_MEANS, network_and_target=new_nt)
+            for st in HOST_STAGES:
+                stage.append(Series(dict(hl, stage=st), iops, Dist(hmeans[st] * 1e-6),
+                                    Dist(new_hmeans[st] * 1e-6), t0, t_change))
+            command.append(Series(hl, iops, Dist(sum(hmeans.values()) * 1e-6, 0.3),
+                                  Dist(sum(new_hmeans.values()) * 1e-6, 0.3), t0, t_change))
+            commands.append(Series(hl, iops, None, None, t0, t_change))
+    return stage, command, commands
+
+
+def histogram_family(out, name, series, ts):
+    out.append(f"# TYPE {name} histogram")
+    les = [repr(b) for b in BOUNDS] + ["+Inf"]
+    for s in series:
+        for i, le in enumerate(les):
+            lab = fmt_labels(dict(s.labels, le=le))
+            for t in ts:
+                v = s.bucket(t, i) if i < len(BOUNDS) else s.count(t)
+                out.append(f"{name}_bucket{lab} {v} {t:.3f}")
+        lab = fmt_labels(s.labels)
+        for t in ts:
+            out.append(f"{name}_count{lab} {s.count(t)} {t:.3f}")
+        for t in ts:
+            out.append(f"{name}_sum{lab} {s.sum(t):.6f} {t:.3f}")
+
+
+def counter_family(out, name, series, ts):
+    out.append(f"# TYPE {name} counter")
+    for s in series:
+        lab = fmt_labels(s.labels)
+        for t in ts:
+            out.append(f"{name}_total{lab} {s.count(t)} {t:.3f}")
+
+
+def gauge_family(out, name, rows, ts):
+    out.append(f"# TYPE {name} gauge")
+    for labels, value in rows:
+        lab = fmt_labels(labels)
+        for t in ts:
+            out.append(f"{name}{lab} {value} {t:.3f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--end", type=float, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--host-instance", required=True)
+    ap.add_argument("--target-instance", required=True)
+    ap.add_argument("--job", default="nvmeof")
+    ap.add_argument("--topology")
+    ap.add_argument("--with-bpf", action="store_true")
+    args = ap.parse_args()
+    ts = timestamps(args.end)
+    stage, command, commands = build(args)
+    out = []
+    histogram_family(out, "nvmeof_stage_latency_seconds", stage, ts)
+    histogram_family(out, "nvmeof_command_latency_seconds", command, ts)
+    counter_family(out, "nvmeof_commands", commands, ts)
+    inst = [{"instance": args.host_instance, "job": args.job},
+            {"instance": args.target_instance, "job": args.job}]
+    gauge_family(out, "nvmeof_exporter_build_info",
+                 [(dict(i, version="synthetic", revision="vm-scenario-stand-in"), 1)
+                  for i in inst], ts)
+    gauge_family(out, "nvmeof_exporter_bpf_sample_every", [(i, 1) for i in inst], ts)
+    if args.topology:
+        rows = []
+        for line in open(args.topology):
+            m = re.match(r"nvmeof_namespace_info\{(.*)\} (\S+)$", line.strip())
+            if m:
+                labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(1)))
+                rows.append((dict(labels, **inst[0]), m.group(2)))
+        gauge_family(out, "nvmeof_namespace_info", rows, ts)
+    if args.with_bpf:
+        emit_bpf(out, inst[0], args, ts)
+    out.append("# EOF")
+    with open(args.out, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def emit_bpf(out, inst, args, ts):
+    """eBPF self-metrics and block-layer histograms of the host (fallback only)."""
+    t0 = args.end - DAY - 3600
+    gauge_family(out, "nvmeof_exporter_bpf_available", [(dict(inst, reason="ok"), 1)], ts)
+    gauge_family(out, "nvmeof_exporter_bpf_hook_attached",
+                 [(dict(inst, hook=h, mechanism="tp_btf", required=r), 1)
+                  for h, r in (("block_rq_issue", "false"), ("block_rq_complete", "true"))], ts)
+    gauge_family(out, "nvmeof_exporter_bpf_inflight_entries", [(inst, 12)], ts)
+    gauge_family(out, "nvmeof_exporter_bpf_inflight_capacity", [(inst, 16384)], ts)
+    counter_family(out, "nvmeof_exporter_bpf_lost_events",
+                   [Series(dict(inst, reason=r), 0.0, None, None, t0, t0)
+                    for r in ("inflight_evicted", "map_full", "recursion")], ts)
+    runs = [Series(dict(inst, hook=h, mechanism="tp_btf"), 28000, None, None, t0, t0)
+            for h in ("block_rq_issue", "block_rq_complete")]
+    counter_family(out, "nvmeof_exporter_bpf_program_runs", runs, ts)
+    out.append("# TYPE nvmeof_exporter_bpf_program_run_seconds counter")
+    for s in runs:
+        lab = fmt_labels(s.labels)
+        for t in ts:
+            out.append(f"nvmeof_exporter_bpf_program_run_seconds_total{lab} "
+                       f"{s.count(t) * 6e-7:.6f} {t:.3f}")
+    blk, blk_stage, reqs = [], [], []
+    for dev, _, _, _, _, ops in HOST_DEVICES:
+        for op, iops in ops.items():
+            lab = dict(inst, device=dev, op=op)
+            total = 150e-6 if op == "read" else 170e-6
+            blk.append(Series(lab, iops, Dist(total, 0.3), Dist(total, 0.3), t0, t0))
+            for st, m in (("queue", 2e-6), ("device", total - 2e-6)):
+                blk_stage.append(Series(dict(lab, stage=st), iops, Dist(m), Dist(m), t0, t0))
+            reqs.append(Series(lab, iops, None, None, t0, t0))
+    histogram_family(out, "nvmeof_block_stage_latency_seconds", blk_stage, ts)
+    histogram_family(out, "nvmeof_block_latency_seconds", blk, ts)
+    counter_family(out, "nvmeof_block_requests", reqs, ts)
+
+
+if __name__ == "__main__":
+    main()
