@@ -28,7 +28,7 @@ constexpr std::string_view kPhysStates[] = {
     "Sleep",  "Polling",           "Disabled", "PortConfigurationTraining",
     "LinkUp", "LinkErrorRecovery", "Phy Test"};
 
-// counters/ files with their own metric; every other file goes to rdma_port_counter_total.
+// counters/ files with their own metric; every other file goes to rdma_port_counters_total.
 struct PortCounter {
   std::string_view file;
   std::string_view metric;
@@ -205,7 +205,7 @@ class RdmaCollector : public Collector {
         out.Counter(known->metric, known->help, {{"device", dev}, {"port", port}},
                     static_cast<double>(*value) * known->scale);
       } else {
-        out.Counter("rdma_port_counter_total",
+        out.Counter("rdma_port_counters_total",
                     "IB PMA port counters (errors, discards, waits) by sysfs file name.",
                     {{"device", dev}, {"port", port}, {"counter", name}},
                     static_cast<double>(*value));
@@ -221,7 +221,7 @@ class RdmaCollector : public Collector {
         out.Skip();
         continue;
       }
-      out.Counter("rdma_hw_counter_total", kHwCounterHelp,
+      out.Counter("rdma_hw_counters_total", kHwCounterHelp,
                   {{"device", dev}, {"port", port}, {"counter", name}},
                   static_cast<double>(*value));
     }

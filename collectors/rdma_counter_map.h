@@ -3,7 +3,7 @@
 // Every driver names the same event differently (mlx5 np_cnp_sent, irdma cnpSent, bnxt_re
 // tx_cnp_pkts) and drivers rename counters between kernel versions (bnxt_re to_retransmits ->
 // local_ack_timeout_err). Dashboards and alerts use these stable names; the raw name is always
-// kept in rdma_hw_counter_total{counter=...} as well, so nothing is lost when a driver invents
+// kept in rdma_hw_counters_total{counter=...} as well, so nothing is lost when a driver invents
 // a new one.
 #pragma once
 

@@ -393,7 +393,7 @@ def fabric():
               port + " remote invalid request")], w=8)
     d.panel("timeseries", "Busiest hw_counters", "The 15 fastest-moving driver hw_counters "
             "under their own names (every counter the driver exposes).", "cps",
-            [(f"topk(15, rate(rdma_hw_counter_total{{{D}}}[{RI}]))", port + " {{counter}}")],
+            [(f"topk(15, rate(rdma_hw_counters_total{{{D}}}[{RI}]))", port + " {{counter}}")],
             w=24)
 
     d.row("NVMe/TCP (node-wide TCP)")

@@ -234,7 +234,7 @@ TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
 
   // Everything else in counters/ is generic, by file name; the named ones are not repeated.
   auto generic = [&](const std::string& dev, const std::string& counter) {
-    return Value(s.sink, "rdma_port_counter_total",
+    return Value(s.sink, "rdma_port_counters_total",
                  {{"device", dev}, {"port", "1"}, {"counter", counter}});
   };
   EXPECT_EQ(generic("mlx5_0", "port_rcv_errors"), 14);
@@ -245,10 +245,10 @@ TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
   EXPECT_EQ(generic("mlx5_1", "symbol_error"), 3);
   EXPECT_EQ(generic("mlx5_2", "link_downed"), 1);
   EXPECT_FALSE(generic("mlx5_0", "port_xmit_data"));
-  EXPECT_EQ(Find(s.sink, "rdma_port_counter_total", {{"device", "mlx5_0"}}).size(), 21u - 8u);
+  EXPECT_EQ(Find(s.sink, "rdma_port_counters_total", {{"device", "mlx5_0"}}).size(), 21u - 8u);
   // rxe, bnxt_re and siw have no counters/ directory at all.
   for (const char* dev : {"rxe0", "bnxt_re0", "siw0"}) {
-    EXPECT_TRUE(Find(s.sink, "rdma_port_counter_total", {{"device", dev}}).empty()) << dev;
+    EXPECT_TRUE(Find(s.sink, "rdma_port_counters_total", {{"device", dev}}).empty()) << dev;
     EXPECT_FALSE(Value(s.sink, "rdma_port_transmit_bytes_total", {{"device", dev}})) << dev;
   }
 }
@@ -256,16 +256,16 @@ TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
 TEST(RdmaCollector, IwarpNoPmaAndGarbageAreSkippedNotZero) {
   auto s = ScrapeRdma(kSysfs);
   // irdma0: all 16 counters/ files say "N/A (no PMA)".
-  EXPECT_TRUE(Find(s.sink, "rdma_port_counter_total", {{"device", "irdma0"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "rdma_port_counters_total", {{"device", "irdma0"}}).empty());
   EXPECT_FALSE(Value(s.sink, "rdma_port_transmit_bytes_total", {{"device", "irdma0"}}));
   EXPECT_FALSE(Value(s.sink, "rdma_port_receive_packets_total", {{"device", "irdma0"}}));
   // mlx5_2 port 1: np_cnp_sent holds garbage, so neither its generic nor its stable series exist.
-  EXPECT_FALSE(Value(s.sink, "rdma_hw_counter_total",
+  EXPECT_FALSE(Value(s.sink, "rdma_hw_counters_total",
                      {{"device", "mlx5_2"}, {"port", "1"}, {"counter", "np_cnp_sent"}}));
   EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", {{"device", "mlx5_2"}, {"port", "1"}}));
   EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", {{"device", "mlx5_2"}, {"port", "1"}}), 0);
   // The device-scope copy of the same counter is fine.
-  EXPECT_EQ(Value(s.sink, "rdma_hw_counter_total",
+  EXPECT_EQ(Value(s.sink, "rdma_hw_counters_total",
                   {{"device", "mlx5_2"}, {"port", "0"}, {"counter", "np_cnp_sent"}}),
             0);
   EXPECT_EQ(s.sink.skipped(), 16u + 2u);
@@ -274,7 +274,7 @@ TEST(RdmaCollector, IwarpNoPmaAndGarbageAreSkippedNotZero) {
 TEST(RdmaCollector, HwCountersGenericPortAndDeviceScope) {
   auto s = ScrapeRdma(kSysfs);
   auto hw = [&](const std::string& dev, const std::string& port, const std::string& counter) {
-    return Value(s.sink, "rdma_hw_counter_total",
+    return Value(s.sink, "rdma_hw_counters_total",
                  {{"device", dev}, {"port", port}, {"counter", counter}});
   };
   EXPECT_EQ(hw("mlx5_0", "1", "np_cnp_sent"), 201316);
@@ -284,13 +284,13 @@ TEST(RdmaCollector, HwCountersGenericPortAndDeviceScope) {
   EXPECT_EQ(hw("irdma0", "1", "ip4InOctets"), 771300318842);
   EXPECT_EQ(hw("bnxt_re0", "1", "active_qps"), 66);
   // lifespan is the driver's cache time, not a counter.
-  EXPECT_TRUE(Find(s.sink, "rdma_hw_counter_total", {{"counter", "lifespan"}}).empty());
-  EXPECT_EQ(Find(s.sink, "rdma_hw_counter_total", {{"device", "rxe0"}}).size(), 15u);
-  EXPECT_EQ(Find(s.sink, "rdma_hw_counter_total", {{"device", "mlx5_0"}, {"port", "1"}}).size(),
+  EXPECT_TRUE(Find(s.sink, "rdma_hw_counters_total", {{"counter", "lifespan"}}).empty());
+  EXPECT_EQ(Find(s.sink, "rdma_hw_counters_total", {{"device", "rxe0"}}).size(), 15u);
+  EXPECT_EQ(Find(s.sink, "rdma_hw_counters_total", {{"device", "mlx5_0"}, {"port", "1"}}).size(),
             31u);
-  EXPECT_EQ(Find(s.sink, "rdma_hw_counter_total", {{"device", "mlx5_0"}, {"port", "0"}}).size(),
+  EXPECT_EQ(Find(s.sink, "rdma_hw_counters_total", {{"device", "mlx5_0"}, {"port", "0"}}).size(),
             31u);
-  EXPECT_TRUE(Find(s.sink, "rdma_hw_counter_total", {{"device", "siw0"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "rdma_hw_counters_total", {{"device", "siw0"}}).empty());
   // Device scope repeats port 1 on mlx5: it gets no stable names (sums would double count).
   EXPECT_TRUE(Find(s.sink, "rdma_cnp_sent_total", {{"port", "0"}}).empty());
 }
@@ -402,7 +402,7 @@ TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
   const Labels bp = {{"device", "bnxt_re0"}, {"port", "1"}};
   EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", bp), 500);  // first in the table wins...
   EXPECT_EQ(
-      Value(s.sink, "rdma_hw_counter_total", {{"device", "bnxt_re0"}, {"counter", "np_cnp_pkts"}}),
+      Value(s.sink, "rdma_hw_counters_total", {{"device", "bnxt_re0"}, {"counter", "np_cnp_pkts"}}),
       400);  // ...and the other stays generic
   EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", bp), 7);
   EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", bp), 8);
@@ -415,7 +415,7 @@ TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
   EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", ip), 6);
   EXPECT_EQ(Value(s.sink, "rdma_received_read_requests_total", ip), 70);
   EXPECT_EQ(
-      Value(s.sink, "rdma_hw_counter_total", {{"device", "irdma1"}, {"counter", "RNR received"}}),
+      Value(s.sink, "rdma_hw_counters_total", {{"device", "irdma1"}, {"counter", "RNR received"}}),
       4);
   EXPECT_EQ(s.sink.skipped(), 0u);
 }
@@ -440,7 +440,7 @@ TEST(RdmaCollector, DeviceScopeOnlyDriverGetsStableNames) {
   t.Write("class/infiniband/cxgb4_0/hw_counters/tcpInSegs", "1000");
   auto s = ScrapeRdma(t.root());
   EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", {{"device", "cxgb4_0"}, {"port", "0"}}), 99);
-  EXPECT_EQ(Value(s.sink, "rdma_hw_counter_total",
+  EXPECT_EQ(Value(s.sink, "rdma_hw_counters_total",
                   {{"device", "cxgb4_0"}, {"port", "0"}, {"counter", "tcpInSegs"}}),
             1000);
 }
@@ -471,7 +471,7 @@ TEST(RdmaCollector, DeviceFilter) {
   std::set<std::string> devices;
   for (const auto* m : Find(s.sink, "rdma_device_info", {})) devices.insert(Label(*m, "device"));
   EXPECT_EQ(devices, (std::set<std::string>{"mlx5_0", "mlx5_2"}));
-  EXPECT_TRUE(Find(s.sink, "rdma_hw_counter_total", {{"device", "rxe0"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "rdma_hw_counters_total", {{"device", "rxe0"}}).empty());
   EXPECT_TRUE(Find(s.sink, "rdma_port_info", {{"device", "mlx5_1"}}).empty());
   EXPECT_EQ(s.sink.skipped(), 2u);  // only mlx5_2's garbage counter is left
 }
@@ -526,7 +526,7 @@ TEST(RdmaCounterMap, EveryDriverNameMapsOnce) {
 TEST(RdmaCounterMap, NoClashWithOtherRdmaFamilies) {
   for (const auto& stable : StableHwCounters()) {
     EXPECT_FALSE(stable.metric.starts_with("rdma_port_")) << stable.metric;
-    EXPECT_NE(stable.metric, "rdma_hw_counter_total");
+    EXPECT_NE(stable.metric, "rdma_hw_counters_total");
   }
 }
 

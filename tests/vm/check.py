@@ -147,7 +147,7 @@ class Checker:
         for (dev, port, counter), before in pre.items():
             if counter in NOT_COUNTERS:
                 continue
-            found = self.find(samples, 'rdma_hw_counter_total', device=dev, port=port, counter=counter)
+            found = self.find(samples, 'rdma_hw_counters_total', device=dev, port=port, counter=counter)
             if not found:
                 bad.append('%s/%s %s missing' % (dev, port, counter))
                 continue
@@ -156,16 +156,16 @@ class Checker:
             if not before <= value <= post.get((dev, port, counter), before):
                 bad.append('%s/%s %s=%g not in [%d, %d]' % (dev, port, counter, value, before,
                                                              post.get((dev, port, counter), -1)))
-        self.check(not bad, 'scrape %s: all %d rdma_hw_counter_total match the kernel' % (name, seen),
+        self.check(not bad, 'scrape %s: all %d rdma_hw_counters_total match the kernel' % (name, seen),
                    '; '.join(bad[:6]))
 
     def rdma_counters_increased(self, before, after):
         e = self.env
         for counter in IO_COUNTERS:
             lab = dict(device=e['RXE_DEV'], port=e['RXE_PORT'], counter=counter)
-            b, a = self.find(before, 'rdma_hw_counter_total', **lab), self.find(after, 'rdma_hw_counter_total', **lab)
-            if self.check(b and a, 'rdma_hw_counter_total{counter="%s"} in both scrapes' % counter):
-                self.check(a[0][2] > b[0][2], 'rdma_hw_counter_total{counter="%s"} increased during I/O' % counter,
+            b, a = self.find(before, 'rdma_hw_counters_total', **lab), self.find(after, 'rdma_hw_counters_total', **lab)
+            if self.check(b and a, 'rdma_hw_counters_total{counter="%s"} in both scrapes' % counter):
+                self.check(a[0][2] > b[0][2], 'rdma_hw_counters_total{counter="%s"} increased during I/O' % counter,
                            '%g -> %g' % (b[0][2], a[0][2]))
 
     def controller(self, samples, where, state='live'):
@@ -231,7 +231,7 @@ class Checker:
     def scenario_hotload(self):
         empty = self.metrics('no-modules')
         self.collectors_ok(empty, 'no-modules')
-        self.expect_none(empty, 'no-modules', 'rdma_port_info', 'rdma_hw_counter_total', 'nvmeof_controller_info',
+        self.expect_none(empty, 'no-modules', 'rdma_port_info', 'rdma_hw_counters_total', 'nvmeof_controller_info',
                          'nvmeof_target_subsystem_info', 'nvmeof_target_port_info')
         target_only = self.metrics('target-only')
         self.collectors_ok(target_only, 'target-only')
