@@ -1,15 +1,559 @@
-// STUB: replaced by the real collector.
+#include "collectors/pfc.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <regex>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
 #include "collectors/registry.h"
+#include "collectors/sysfs.h"
+#include "exporter/log.h"
 
 namespace nvmeof {
 namespace {
+
+// ---- Driver statistic names -> metric families -------------------------------------------------
+
+enum Family {
+  kPfcFrames,
+  kPfcSeconds,
+  kPfcTransitions,
+  kLinkFrames,
+  kLinkSeconds,
+  kLinkTransitions,
+  kStormEvents,
+  kPhyDiscards,
+  kPriorityDiscards,
+};
+
+struct FamilyInfo {
+  const char* name;
+  const char* help;
+  const char* label;  // "direction" or "severity"
+  bool per_priority;
+};
+
+// Indexed by Family.
+constexpr FamilyInfo kFamilies[] = {
+    {"rdma_pfc_pause_frames_total",
+     "PFC (802.1Qbb) pause frames per priority, from the driver's ethtool statistics "
+     "(mlx5 rx/tx_prioN_pause, bnxt_en rx/tx_pfc_ena_frames_priN, ice XOFF frames only).",
+     "direction", true},
+    {"rdma_pfc_pause_seconds_total",
+     "Time paused by PFC per priority: rx = the peer paused our transmission, tx = we paused "
+     "the peer (mlx5 *_pause_duration, bnxt_en *_duration_us; microseconds in the driver).",
+     "direction", true},
+    {"rdma_pfc_pause_transitions_total",
+     "PFC pause state transitions per priority (mlx5 rx_prioN_pause_transition, bnxt_en "
+     "pfc_priN_{rx,tx}_transitions).",
+     "direction", true},
+    {"rdma_link_pause_frames_total",
+     "Link-level (802.3x global) pause frames (mlx5 *_global_pause, ice link_xoff_*.nic, "
+     "bnxt_en *_pause_frames).",
+     "direction", false},
+    {"rdma_link_pause_seconds_total",
+     "Time paused by link-level (802.3x) pause (mlx5 *_global_pause_duration).", "direction",
+     false},
+    {"rdma_link_pause_transitions_total",
+     "Link-level (802.3x) pause state transitions (mlx5 rx_global_pause_transition).", "direction",
+     false},
+    {"rdma_pause_storm_events_total",
+     "Pause storm events: the NIC sent pause frames continuously past the stall watermark "
+     "(warning) or the critical one, after which it stops honouring them (error) "
+     "(mlx5 tx_pause_storm_{warning,error}_events).",
+     "severity", false},
+    {"rdma_phy_discards_total",
+     "Packets discarded at the physical port (mlx5 *_discards_phy, ice rx_dropped.nic, bnxt_en "
+     "*_stat_discard).",
+     "direction", false},
+    {"rdma_priority_discards_total",
+     "Received packets discarded per priority at the port (mlx5 rx_prioN_discards).", "direction",
+     true},
+};
+
+struct Rule {
+  const char* pattern;  // '#' stands for the priority digit 0-7
+  Family family;
+  const char* label;
+  double scale;  // to base units
+};
+
+struct Target {
+  Family family;
+  const char* label;
+  int priority;  // -1 for families without one
+  double scale;
+};
+
+using Table = std::unordered_map<std::string, Target>;
+
+constexpr double kMicro = 1e-6;
+
+Table Expand(std::initializer_list<Rule> rules) {
+  Table table;
+  for (const Rule& r : rules) {
+    const std::string pattern = r.pattern;
+    const auto hash = pattern.find('#');
+    if (hash == std::string::npos) {
+      table.emplace(pattern, Target{r.family, r.label, -1, r.scale});
+      continue;
+    }
+    for (int p = 0; p < 8; ++p) {
+      std::string name = pattern;
+      name[hash] = static_cast<char>('0' + p);
+      table.emplace(std::move(name), Target{r.family, r.label, p, r.scale});
+    }
+  }
+  return table;
+}
+
+// Names from the kernel sources: drivers/net/ethernet/mellanox/mlx5/core/en_stats.c,
+// intel/ice/ice_ethtool.c, broadcom/bnxt/bnxt_ethtool.c.
+const Table* TableFor(std::string_view driver) {
+  // mlx5 lists rx/tx_prioN_pause* only for priorities with PFC enabled and *_global_pause* only
+  // with link pause on; the storm counters need the stall_detect capability.
+  static const Table mlx5 = Expand({
+      {"rx_prio#_pause", kPfcFrames, "rx", 1},
+      {"tx_prio#_pause", kPfcFrames, "tx", 1},
+      {"rx_prio#_pause_duration", kPfcSeconds, "rx", kMicro},
+      {"tx_prio#_pause_duration", kPfcSeconds, "tx", kMicro},
+      {"rx_prio#_pause_transition", kPfcTransitions, "rx", 1},
+      {"rx_global_pause", kLinkFrames, "rx", 1},
+      {"tx_global_pause", kLinkFrames, "tx", 1},
+      {"rx_global_pause_duration", kLinkSeconds, "rx", kMicro},
+      {"tx_global_pause_duration", kLinkSeconds, "tx", kMicro},
+      {"rx_global_pause_transition", kLinkTransitions, "rx", 1},
+      {"tx_pause_storm_warning_events", kStormEvents, "warning", 1},
+      {"tx_pause_storm_error_events", kStormEvents, "error", 1},
+      {"rx_discards_phy", kPhyDiscards, "rx", 1},
+      {"tx_discards_phy", kPhyDiscards, "tx", 1},
+      {"rx_prio#_discards", kPriorityDiscards, "rx", 1},
+  });
+  // ice counts XOFF (pause, quanta > 0) and XON (resume, quanta 0) frames apart. Pause frames
+  // are the XOFF ones: that is what ice's own DCB ieee_getpfc reports as requests/indications,
+  // and an XON frame ends a pause rather than starting one. XON counts are not exported.
+  static const Table ice = Expand({
+      {"rx_priority_#_xoff.nic", kPfcFrames, "rx", 1},
+      {"tx_priority_#_xoff.nic", kPfcFrames, "tx", 1},
+      {"link_xoff_rx.nic", kLinkFrames, "rx", 1},
+      {"link_xoff_tx.nic", kLinkFrames, "tx", 1},
+      {"rx_dropped.nic", kPhyDiscards, "rx", 1},
+  });
+  // The pfc_pri* duration and transition counters are port_stats_ext (newer firmware only).
+  static const Table bnxt = Expand({
+      {"rx_pfc_ena_frames_pri#", kPfcFrames, "rx", 1},
+      {"tx_pfc_ena_frames_pri#", kPfcFrames, "tx", 1},
+      {"pfc_pri#_rx_duration_us", kPfcSeconds, "rx", kMicro},
+      {"pfc_pri#_tx_duration_us", kPfcSeconds, "tx", kMicro},
+      {"pfc_pri#_rx_transitions", kPfcTransitions, "rx", 1},
+      {"pfc_pri#_tx_transitions", kPfcTransitions, "tx", 1},
+      {"rx_pause_frames", kLinkFrames, "rx", 1},
+      {"tx_pause_frames", kLinkFrames, "tx", 1},
+      {"rx_stat_discard", kPhyDiscards, "rx", 1},
+      {"tx_stat_discard", kPhyDiscards, "tx", 1},
+  });
+  if (driver == "mlx5_core") return &mlx5;
+  if (driver == "ice") return &ice;
+  if (driver == "bnxt_en") return &bnxt;
+  return nullptr;
+}
+
+const char* const kPriorities[] = {"0", "1", "2", "3", "4", "5", "6", "7"};
+
+// Label values from drivers (firmware versions) must stay printable ASCII so one odd driver
+// cannot make the whole exposition invalid UTF-8.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c >= 0x20 && c < 0x7f) out += c;
+  }
+  return out;
+}
+
+// ---- The collector ---------------------------------------------------------------------------
+
 class PfcCollector : public Collector {
  public:
+  PfcCollector(const CollectorOptions& options, std::unique_ptr<NetdevStatsSource> source)
+      : paths_(options.paths),
+        rdma_devices_(options.rdma_devices),
+        netdevs_(options.netdevs),
+        source_(std::move(source)) {}
+
   std::string_view Name() const override { return "pfc"; }
-  bool Collect(MetricSink&) override { return true; }
+
+  bool Collect(MetricSink& out) override {
+    const auto netdevs = Netdevs();
+    size_t readable = 0;
+    for (const auto& [netdev, devices] : netdevs) {
+      if (CollectNetdev(netdev, devices, out)) ++readable;
+    }
+    // Every netdev unreadable (e.g. ioctls refused by a seccomp profile) is a failed source.
+    return netdevs.empty() || readable > 0;
+  }
+
+ private:
+  // netdev -> the RDMA devices on it (none for a netdev only admitted by the netdev include
+  // filter).
+  std::map<std::string, std::set<std::string>> Netdevs() const {
+    std::map<std::string, std::set<std::string>> out;
+    auto excluded = [this](const std::string& name) {
+      return netdevs_.exclude && std::regex_match(name, *netdevs_.exclude);
+    };
+    for (const auto& rn : ListRdmaNetdevs(paths_, rdma_devices_)) {
+      if (!excluded(rn.netdev)) out[rn.netdev].insert(rn.device);
+    }
+    if (netdevs_.include) {
+      for (const auto& name : ListDir(paths_.sysfs + "/class/net")) {
+        if (netdevs_.Allows(name)) out[name];
+      }
+    }
+    return out;
+  }
+
+  // Returns whether anything could be read from this netdev ("no DCB" alone does not count).
+  bool CollectNetdev(const std::string& netdev, const std::set<std::string>& devices,
+                     MetricSink& out) {
+    bool readable = false;
+    const auto driver = source_->Driver(netdev);
+    if (driver) {
+      readable = true;
+      const std::set<std::string> none = {""};
+      for (const auto& device : devices.empty() ? none : devices) {
+        out.Gauge("rdma_netdev_info",
+                  "Driver of a netdev carrying RDMA traffic (ETHTOOL_GDRVINFO), value 1; "
+                  "rdma_device is empty for netdevs added by the netdev include filter.",
+                  {{"netdev", netdev},
+                   {"driver", Printable(driver->driver)},
+                   {"firmware_version", Printable(driver->firmware_version)},
+                   {"rdma_device", device}},
+                  1);
+      }
+    } else {
+      out.Skip();
+    }
+
+    if (auto stats = source_->Ethtool(netdev)) {
+      readable = true;
+      out.Skip(stats->malformed);
+      const Table* table = driver ? TableFor(driver->driver) : nullptr;
+      if (table) MapStats(netdev, *table, stats->stats, out);
+    } else {
+      out.Skip();
+    }
+
+    IeeePfc pfc;
+    switch (source_->Dcb(netdev, &pfc)) {
+      case ReadStatus::kOk:
+        readable = true;
+        EmitDcb(netdev, pfc, out);
+        break;
+      case ReadStatus::kAbsent:
+        break;
+      case ReadStatus::kFailed:
+        out.Skip();
+        break;
+    }
+    return readable;
+  }
+
+  static void MapStats(const std::string& netdev, const Table& table,
+                       const std::vector<EthtoolStat>& stats, MetricSink& out) {
+    // A driver listing a name twice must not produce a duplicate series; the first one wins.
+    std::set<std::tuple<int, std::string, int>> seen;
+    for (const auto& stat : stats) {
+      auto it = table.find(stat.name);
+      if (it == table.end()) continue;
+      const Target& t = it->second;
+      if (!seen.emplace(t.family, t.label, t.priority).second) continue;
+      const FamilyInfo& f = kFamilies[t.family];
+      Labels labels = {{"netdev", netdev}, {f.label, t.label}};
+      if (t.priority >= 0) labels.push_back({"priority", kPriorities[t.priority]});
+      out.Counter(f.name, f.help, std::move(labels), static_cast<double>(stat.value) * t.scale);
+    }
+  }
+
+  // DCB under its own names: its requests/indications count the same frames as the ethtool
+  // pause counters on mlx5 and ice, and one family fed from two sources would clash.
+  static void EmitDcb(const std::string& netdev, const IeeePfc& pfc, MetricSink& out) {
+    for (int p = 0; p < 8; ++p) {
+      out.Gauge("rdma_dcb_pfc_enabled",
+                "1 if PFC is enabled on the priority (DCB netlink IEEE PFC pfc_en), else 0.",
+                {{"netdev", netdev}, {"priority", kPriorities[p]}}, (pfc.pfc_en >> p) & 1);
+    }
+    for (int p = 0; p < 8; ++p) {
+      out.Counter("rdma_dcb_pfc_requests_total",
+                  "PFC frames sent per priority, asking the peer to pause (DCB netlink IEEE PFC "
+                  "requests).",
+                  {{"netdev", netdev}, {"priority", kPriorities[p]}},
+                  static_cast<double>(pfc.requests[p]));
+    }
+    for (int p = 0; p < 8; ++p) {
+      out.Counter("rdma_dcb_pfc_indications_total",
+                  "PFC frames received per priority, the peer pausing us (DCB netlink IEEE PFC "
+                  "indications).",
+                  {{"netdev", netdev}, {"priority", kPriorities[p]}},
+                  static_cast<double>(pfc.indications[p]));
+    }
+  }
+
+  Paths paths_;
+  NameFilter rdma_devices_;
+  NameFilter netdevs_;
+  std::unique_ptr<NetdevStatsSource> source_;
 };
-}  // namespace
-std::unique_ptr<Collector> NewPfcCollector(const CollectorOptions&) {
-  return std::make_unique<PfcCollector>();
+
+// ---- Sources ---------------------------------------------------------------------------------
+
+std::string ErrnoName(int err) {
+  const char* name = ::strerrorname_np(err);
+  return name ? name : std::to_string(err);
 }
+
+class KernelSource : public NetdevStatsSource {
+ public:
+  std::optional<EthtoolDriverInfo> Driver(const std::string& netdev) override {
+    EthtoolDriverInfo info;
+    if (int err = reader_.DriverInfo(netdev, &info)) {
+      LogDebug("ETHTOOL_GDRVINFO failed", Kv("netdev", netdev) + " " + Kv("err", ErrnoName(err)));
+      return std::nullopt;
+    }
+    return info;
+  }
+
+  std::optional<EthtoolStats> Ethtool(const std::string& netdev) override {
+    EthtoolStats stats;
+    if (int err = reader_.Stats(netdev, &stats.stats)) {
+      LogDebug("ethtool statistics failed", Kv("netdev", netdev) + " " + Kv("err", ErrnoName(err)));
+      return std::nullopt;
+    }
+    return stats;
+  }
+
+  ReadStatus Dcb(const std::string& netdev, IeeePfc* out) override {
+    const int err = ReadIeeePfc(netdev, out);
+    if (err == 0) return ReadStatus::kOk;
+    if (err == EOPNOTSUPP || err == ENODEV || err == ENOENT) return ReadStatus::kAbsent;
+    LogDebug("DCB_CMD_IEEE_GET failed", Kv("netdev", netdev) + " " + Kv("err", ErrnoName(err)));
+    return ReadStatus::kFailed;
+  }
+
+ private:
+  EthtoolReader reader_;
+};
+
+// Whole file, bounded (a big mlx5 `ethtool -S` is a few hundred KiB).
+std::optional<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string data;
+  char buf[16384];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    data.append(buf, static_cast<size_t>(in.gcount()));
+    if (data.size() > (16u << 20)) return std::nullopt;
+  }
+  if (in.bad()) return std::nullopt;
+  return data;
+}
+
+class FixtureSource : public NetdevStatsSource {
+ public:
+  explicit FixtureSource(std::string dir) : dir_(std::move(dir)) {}
+
+  std::optional<EthtoolDriverInfo> Driver(const std::string& netdev) override {
+    auto text = ReadText(dir_ + "/" + netdev + "/driver");
+    if (!text) return std::nullopt;
+    auto info = ParseEthtoolDriver(*text);
+    if (info.driver.empty()) return std::nullopt;
+    return info;
+  }
+
+  std::optional<EthtoolStats> Ethtool(const std::string& netdev) override {
+    auto text = ReadText(dir_ + "/" + netdev + "/stats");
+    if (!text) return std::nullopt;
+    EthtoolStats stats;
+    stats.stats = ParseEthtoolStats(*text, &stats.malformed);
+    return stats;
+  }
+
+  ReadStatus Dcb(const std::string& netdev, IeeePfc* out) override {
+    const std::string path = dir_ + "/" + netdev + "/dcb_pfc";
+    if (!Exists(path)) return ReadStatus::kAbsent;
+    auto text = ReadText(path);
+    if (!text || !ParseDcbPfc(*text, out)) return ReadStatus::kFailed;
+    return ReadStatus::kOk;
+  }
+
+ private:
+  std::string dir_;
+};
+
+// ---- Text parsing helpers --------------------------------------------------------------------
+
+std::string_view Trim(std::string_view s) {
+  const char* ws = " \t\r\n";
+  const auto b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string_view> Lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    auto nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+// Decimal, or hexadecimal with 0x (pfc_en is usually written as a mask).
+std::optional<std::uint64_t> ParseNumber(std::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    std::uint64_t v = 0;
+    for (char c : s.substr(2)) {
+      int d;
+      if (c >= '0' && c <= '9') {
+        d = c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        d = c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        d = c - 'A' + 10;
+      } else {
+        return std::nullopt;
+      }
+      if (v > (UINT64_MAX >> 4)) return std::nullopt;
+      v = v << 4 | static_cast<std::uint64_t>(d);
+    }
+    return v;
+  }
+  return ParseU64(s);
+}
+
+}  // namespace
+
+std::vector<EthtoolStat> ParseEthtoolStats(std::string_view text, size_t* bad_lines) {
+  std::vector<EthtoolStat> stats;
+  size_t bad = 0;
+  for (std::string_view line : Lines(text)) {
+    line = Trim(line);
+    if (line.empty()) continue;
+    // The header ("NIC statistics:"); newer ethtool may print other group headers the same way.
+    if (line.back() == ':' && line.find(": ") == std::string_view::npos) continue;
+    // Split at the last ": ": bnxt_en names contain one ("[0]: rx_ucast_packets").
+    const auto colon = line.rfind(": ");
+    if (colon == std::string_view::npos || colon == 0) {
+      ++bad;
+      continue;
+    }
+    auto value = ParseU64(Trim(line.substr(colon + 2)));
+    if (!value) {
+      ++bad;
+      continue;
+    }
+    stats.push_back({std::string(line.substr(0, colon)), *value});
+  }
+  if (bad_lines) *bad_lines = bad;
+  return stats;
+}
+
+EthtoolDriverInfo ParseEthtoolDriver(std::string_view text) {
+  EthtoolDriverInfo info;
+  bool keyed = false;
+  for (std::string_view line : Lines(text)) {
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    keyed = true;
+    const auto key = Trim(line.substr(0, colon));
+    const auto value = std::string(Trim(line.substr(colon + 1)));
+    if (key == "driver") info.driver = value;
+    if (key == "version") info.version = value;
+    if (key == "firmware-version") info.firmware_version = value;
+    if (key == "bus-info") info.bus_info = value;
+  }
+  if (!keyed) {
+    const auto name = Trim(text);
+    if (name.find_first_of(" \t\n") == std::string_view::npos) info.driver = std::string(name);
+  }
+  return info;
+}
+
+bool ParseDcbPfc(std::string_view text, IeeePfc* out) {
+  IeeePfc pfc;
+  bool have_en = false, have_req = false, have_ind = false;
+  for (std::string_view line : Lines(text)) {
+    line = Trim(line);
+    if (line.empty()) continue;
+    std::vector<std::string_view> words;
+    size_t pos = 0;
+    while (pos < line.size()) {
+      const auto b = line.find_first_not_of(" \t", pos);
+      if (b == std::string_view::npos) break;
+      auto e = line.find_first_of(" \t", b);
+      if (e == std::string_view::npos) e = line.size();
+      words.push_back(line.substr(b, e - b));
+      pos = e;
+    }
+    const auto key = words[0];
+    if (key == "requests" || key == "indications") {
+      if (words.size() != 9) return false;
+      auto& dst = key == "requests" ? pfc.requests : pfc.indications;
+      for (int i = 0; i < 8; ++i) {
+        auto v = ParseNumber(words[i + 1]);
+        if (!v) return false;
+        dst[i] = *v;
+      }
+      (key == "requests" ? have_req : have_ind) = true;
+      continue;
+    }
+    if (words.size() != 2) return false;
+    auto v = ParseNumber(words[1]);
+    if (!v) return false;
+    if (key == "pfc_en" && *v <= 0xff) {
+      pfc.pfc_en = static_cast<std::uint8_t>(*v);
+      have_en = true;
+    } else if (key == "pfc_cap" && *v <= 0xff) {
+      pfc.pfc_cap = static_cast<std::uint8_t>(*v);
+    } else if (key == "mbc" && *v <= 0xff) {
+      pfc.mbc = static_cast<std::uint8_t>(*v);
+    } else if (key == "delay" && *v <= 0xffff) {
+      pfc.delay = static_cast<std::uint16_t>(*v);
+    } else {
+      return false;
+    }
+  }
+  if (!have_en || !have_req || !have_ind) return false;
+  *out = pfc;
+  return true;
+}
+
+std::unique_ptr<NetdevStatsSource> NewKernelNetdevStatsSource() {
+  return std::make_unique<KernelSource>();
+}
+
+std::unique_ptr<NetdevStatsSource> NewFixtureNetdevStatsSource(std::string dir) {
+  return std::make_unique<FixtureSource>(std::move(dir));
+}
+
+std::unique_ptr<Collector> NewPfcCollectorWithSource(const CollectorOptions& options,
+                                                     std::unique_ptr<NetdevStatsSource> source) {
+  return std::make_unique<PfcCollector>(options, std::move(source));
+}
+
+std::unique_ptr<Collector> NewPfcCollector(const CollectorOptions& options) {
+  return NewPfcCollectorWithSource(options,
+                                   options.ethtool_fixture_dir.empty()
+                                       ? NewKernelNetdevStatsSource()
+                                       : NewFixtureNetdevStatsSource(options.ethtool_fixture_dir));
+}
+
 }  // namespace nvmeof
