@@ -210,8 +210,10 @@ class PfcCollector : public Collector {
       if (!excluded(rn.netdev)) out[rn.netdev].insert(rn.device);
     }
     if (netdevs_.include) {
-      for (const auto& name : ListDir(paths_.sysfs + "/class/net")) {
-        if (netdevs_.Allows(name)) out[name];
+      const std::string net = paths_.sysfs + "/class/net/";
+      for (const auto& name : ListDir(net)) {
+        // Not bonding_masters, a file that lives there too.
+        if (netdevs_.Allows(name) && IsDir(net + name)) out[name];
       }
     }
     return out;

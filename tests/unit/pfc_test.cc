@@ -302,6 +302,7 @@ TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
   TempDir t;
   t.RdmaDevice("mlx5_0", "ens1f0np0");
   for (const char* n : {"ens1f0np0", "ens2f0", "lo", "veth0"}) t.Netdev(n);
+  t.Write("sys/class/net/bonding_masters", "bond0\n");  // a file, not a netdev
   CollectorOptions o = FixtureOptions(t.path() + "/sys", kEthtool);
 
   {
@@ -311,7 +312,7 @@ TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
     EXPECT_EQ(Count(sink, "rdma_netdev_info", {{"netdev", "ens1f0np0"}}), 1);
   }
   {
-    o.netdevs.include = std::regex("ens2f0|veth0");
+    o.netdevs.include = std::regex("ens2f0|veth0|bonding_masters");
     MetricSink sink;
     ASSERT_TRUE(NewPfcCollector(o)->Collect(sink));
     EXPECT_EQ(Count(sink, "rdma_netdev_info"), 3);
