@@ -31,18 +31,18 @@ struct NameFilter {
 
 // eBPF latency collector options (config section `bpf:` and --bpf.* flags).
 struct BpfOptions {
-  std::string mechanism = "auto";   // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
-  std::string btf_path;             // external BTF file or directory, for kernels without BTF
-  std::uint32_t sample_every = 1;   // time 1 in N commands; counts stay exact
-  std::vector<double> buckets;      // histogram upper bounds in seconds; empty = built-in
-  bool enable_stats = false;        // turn on BPF_ENABLE_STATS for per-program run time
-  NameFilter block_devices;         // disks to time (sda, vda, nvme0n1, loop0)
+  std::string mechanism = "auto";  // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
+  std::string btf_path;            // external BTF file or directory, for kernels without BTF
+  std::uint32_t sample_every = 1;  // time 1 in N commands; counts stay exact
+  std::vector<double> buckets;     // histogram upper bounds in seconds; empty = built-in
+  bool enable_stats = false;       // turn on BPF_ENABLE_STATS for per-program run time
+  NameFilter block_devices;        // disks to time (sda, vda, nvme0n1, loop0)
 };
 
 struct CollectorOptions {
   Paths paths;
-  NameFilter rdma_devices;  // RDMA devices (mlx5_0, rxe0): rdma, pfc (via their netdevs)
-  NameFilter netdevs;       // pfc: netdevs beyond the RDMA ones (include) and ones to skip
+  NameFilter rdma_devices;      // RDMA devices (mlx5_0, rxe0): rdma, pfc (via their netdevs)
+  NameFilter netdevs;           // pfc: netdevs beyond the RDMA ones (include) and ones to skip
   NameFilter nvme_controllers;  // nvme_host: nvme0, nvme1, ...
   // Test hook for the pfc collector: read "ethtool -S" style text files from here instead of
   // the SIOCETHTOOL ioctl (see collectors/pfc.h). Empty in production.

@@ -16,8 +16,7 @@ prometheus::ClientMetric& MetricSink::Add(std::string_view name, std::string_vie
   return family.metric.back();
 }
 
-void MetricSink::Gauge(std::string_view name, std::string_view help, Labels labels,
-                       double value) {
+void MetricSink::Gauge(std::string_view name, std::string_view help, Labels labels, double value) {
   Add(name, help, prometheus::MetricType::Gauge, std::move(labels)).gauge.value = value;
 }
 

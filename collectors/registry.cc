@@ -13,8 +13,7 @@ const std::vector<CollectorInfo>& AllCollectors() {
       {"nvmet", true, "NVMe target subsystems, namespaces, ports and hosts (configfs)",
        NewNvmetCollector},
       {"tcp", true, "TCP retransmits, timeouts and ECN counters (procfs)", NewTcpCollector},
-      {"bpf", true, "eBPF block-layer stage latency (queue, device, end to end)",
-       NewBpfCollector},
+      {"bpf", true, "eBPF block-layer stage latency (queue, device, end to end)", NewBpfCollector},
   };
   return all;
 }
