@@ -9,41 +9,12 @@
 #include <vector>
 
 #include "collectors/registry.h"
+#include "tests/unit/sink_query.h"
 
 namespace nvmeof {
 namespace {
 
 namespace fs = std::filesystem;
-using LabelMap = std::map<std::string, std::string>;
-
-LabelMap ToMap(const prometheus::ClientMetric& m) {
-  LabelMap out;
-  for (const auto& l : m.label) out[l.name] = l.value;
-  return out;
-}
-
-// Series of `family` whose labels include every pair in `want`.
-std::vector<const prometheus::ClientMetric*> Select(const MetricSink& sink, std::string_view family,
-                                                    const LabelMap& want = {}) {
-  std::vector<const prometheus::ClientMetric*> out;
-  const auto* f = sink.Find(family);
-  if (!f) return out;
-  for (const auto& m : f->metric) {
-    auto labels = ToMap(m);
-    bool match = true;
-    for (const auto& [k, v] : want) match = match && labels.count(k) && labels[k] == v;
-    if (match) out.push_back(&m);
-  }
-  return out;
-}
-
-// Value of the single series of `family` matching `want`; NaN when not exactly one.
-double Value(const MetricSink& sink, std::string_view family, const LabelMap& want) {
-  auto sel = Select(sink, family, want);
-  if (sel.size() != 1) return std::nan("");
-  const auto* f = sink.Find(family);
-  return f->type == prometheus::MetricType::Counter ? sel[0]->counter.value : sel[0]->gauge.value;
-}
 
 class NvmeHostFixture : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collectors/registry.h"
+#include "tests/unit/sink_query.h"
 
 namespace nvmeof {
 namespace {
@@ -34,34 +35,6 @@ bool OnlyLiveSocketFamilies(MetricSink& sink) {
 }
 
 namespace fs = std::filesystem;
-using LabelMap = std::map<std::string, std::string>;
-
-LabelMap ToMap(const prometheus::ClientMetric& m) {
-  LabelMap out;
-  for (const auto& l : m.label) out[l.name] = l.value;
-  return out;
-}
-
-std::vector<const prometheus::ClientMetric*> Select(const MetricSink& sink, std::string_view family,
-                                                    const LabelMap& want = {}) {
-  std::vector<const prometheus::ClientMetric*> out;
-  const auto* f = sink.Find(family);
-  if (!f) return out;
-  for (const auto& m : f->metric) {
-    auto labels = ToMap(m);
-    bool match = true;
-    for (const auto& [k, v] : want) match = match && labels.count(k) && labels[k] == v;
-    if (match) out.push_back(&m);
-  }
-  return out;
-}
-
-double Value(const MetricSink& sink, std::string_view family, const LabelMap& want = {}) {
-  auto sel = Select(sink, family, want);
-  if (sel.size() != 1) return std::nan("");
-  return sink.Find(family)->type == prometheus::MetricType::Counter ? sel[0]->counter.value
-                                                                    : sel[0]->gauge.value;
-}
 
 TEST(TcpFixture, EverySeriesFromTheFixture) {
   CollectorOptions o;
