@@ -33,7 +33,7 @@ struct NameFilter {
 struct BpfOptions {
   std::string mechanism = "auto";  // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
   std::string btf_path;            // external BTF file or directory, for kernels without BTF
-  std::uint32_t sample_every = 1;  // time 1 in N commands; counts stay exact
+  std::uint32_t sample_every = 8;  // time 1 in N; counts stay exact (default: tests/bench)
   std::vector<double> buckets;     // histogram upper bounds in seconds; empty = built-in
   bool enable_stats = false;       // turn on BPF_ENABLE_STATS for per-program run time
   NameFilter block_devices;        // disks to time (sda, vda, nvme0n1, loop0)

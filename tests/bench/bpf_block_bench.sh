@@ -15,6 +15,7 @@
 set -euo pipefail
 
 EXPORTER=${1:?usage: $0 path/to/nvmeof_exporter}
+# SAMPLE_EVERY=N times 1 in N requests (bpf.sample_every, default 8 as in the exporter).
 ROUNDS=${ROUNDS:-3}
 RUNTIME=${RUNTIME:-10}
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 2; }
@@ -65,7 +66,8 @@ run() {
   if [ -n "$re" ]; then
     before=$(prog_ids "$re")
     if [ $way = exporter ]; then
-      "$EXPORTER" --web.listen-address=127.0.0.1:0 --collector.bpf \
+      printf 'bpf:\n  sample_every: %s\n' "${SAMPLE_EVERY:-8}" >"$WORK/bench.yml"
+      "$EXPORTER" --web.listen-address=127.0.0.1:0 --collector.bpf --config.file="$WORK/bench.yml" \
         $(for c in rdma pfc nvme_host nvmet tcp; do echo --no-collector.$c; done) \
         >"$WORK/exporter.log" 2>&1 &
     else

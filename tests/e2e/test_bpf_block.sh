@@ -125,6 +125,8 @@ chrt -f 10 true 2>/dev/null && RT=(chrt -f 10)
 
 NOCOLL=()
 for c in rdma pfc nvme_host nvmet tcp; do NOCOLL+=(--no-collector.$c); done
+# Time every request here (the default samples 1 in 8), so timings can be compared one to one.
+printf 'bpf:\n  sample_every: 1\n' >"$WORK/every.yml"
 
 mechanisms=0
 for mech in fentry kprobe tp_btf raw_tp; do
@@ -133,9 +135,9 @@ for mech in fentry kprobe tp_btf raw_tp; do
     continue
   fi
   mechanisms=$((mechanisms + 1))
-  start_exporter "a-$mech" "${NOCOLL[@]}" --collector.bpf --bpf.mechanism=$mech
+  start_exporter "a-$mech" "${NOCOLL[@]}" --collector.bpf --bpf.mechanism=$mech --config.file="$WORK/every.yml"
   PA=$PORT
-  start_exporter "b-$mech" "${NOCOLL[@]}" --collector.bpf --bpf.mechanism=$mech
+  start_exporter "b-$mech" "${NOCOLL[@]}" --collector.bpf --bpf.mechanism=$mech --config.file="$WORK/every.yml"
   PB=$PORT
   scrape $PA "$WORK/$mech-a0.prom"
   grep -q "^nvmeof_exporter_bpf_hook_attached{hook=\"block_rq_complete\",mechanism=\"$mech\",required=\"true\"} 1" \
