@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectors/registry.h"
+#include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 
 namespace nvmeof {
@@ -231,20 +232,8 @@ TEST(NvmeHostFilter, IncludeOneController) {
 }
 
 // A scratch sysfs tree for odd inputs.
-class NvmeHostScratch : public ::testing::Test {
+class NvmeHostScratch : public ScratchTree {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/nvme_host_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  void Write(const std::string& rel, const std::string& text) {
-    fs::path p = root_ + "/" + rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-  }
   // A minimal fabrics controller: everything a scrape needs except `address`.
   void Controller(const std::string& name, const std::string& state = "live") {
     Write("class/nvme/" + name + "/transport", "tcp\n");
@@ -260,7 +249,6 @@ class NvmeHostScratch : public ::testing::Test {
     o.paths.sysfs = root_;
     return NewNvmeHostCollector(o)->Collect(sink);
   }
-  std::string root_;
 };
 
 TEST_F(NvmeHostScratch, AddressParsingEdgeCases) {

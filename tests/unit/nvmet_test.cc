@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectors/registry.h"
+#include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 
 namespace nvmeof {
@@ -119,25 +120,13 @@ TEST_F(NvmetFixture, AnaGroupStateIsOneHot) {
   }
 }
 
-class NvmetScratch : public ::testing::Test {
+class NvmetScratch : public ScratchTree {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/nvmet_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void Write(const std::string& rel, const std::string& text) {
-    fs::path p = root_ + "/" + rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-  }
   bool Collect(MetricSink& sink) {
     CollectorOptions o;
     o.paths.configfs = root_;
     return NewNvmetCollector(o)->Collect(sink);
   }
-  std::string root_;
 };
 
 TEST_F(NvmetScratch, OddFiles) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collectors/registry.h"
+#include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 
 namespace nvmeof {
@@ -100,25 +101,13 @@ TEST(TcpReal, ReadsThisMachinesProcfs) {
   EXPECT_EQ(Select(sink, "nvmeof_ip_received_packets_total", {{"family", "ipv4"}}).size(), 4u);
 }
 
-class TcpScratch : public ::testing::Test {
+class TcpScratch : public ScratchTree {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tcp_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void Write(const std::string& rel, const std::string& text) {
-    fs::path p = root_ + "/" + rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-  }
   bool Collect(MetricSink& sink) {
     CollectorOptions o;
     o.paths.procfs = root_;
     return NewTcpCollector(o)->Collect(sink);
   }
-  std::string root_;
 };
 
 TEST_F(TcpScratch, ColumnsByNameInAnyOrderAndSet) {
