@@ -40,4 +40,64 @@ static __always_inline __u32 nvmeof_rq_op(struct request* rq, bool direct) {
   return op <= 3 ? op : 4;
 }
 
+/* Module types (nvme-core, nvme-rdma, nvme-tcp, nvmet, nvmet-rdma, nvmet-tcp, ib_core) are not in
+ * the build machine's vmlinux.h. Only the fields the programs read are declared; libbpf finds
+ * their offsets in the running kernel's module BTF at load time. Field names checked against
+ * the module BTF of Debian 6.1.0-57 and 6.12.117. */
+struct ib_cqe___nv {
+  void* done;
+} __attribute__((preserve_access_index));
+
+struct ib_wc___nv {
+  struct ib_cqe___nv* wr_cqe; /* in an anonymous union with wr_id */
+} __attribute__((preserve_access_index));
+
+struct nvme_rdma_qe___nv {
+  struct ib_cqe___nv cqe;
+} __attribute__((preserve_access_index));
+
+/* blk_mq_rq_to_pdu(): the driver's per-request data follows struct request. */
+struct nvme_rdma_request___nv {
+  struct nvme_rdma_qe___nv sqe;
+} __attribute__((preserve_access_index));
+
+struct nvmet_subsys___nv {
+  char* subsysnqn;
+} __attribute__((preserve_access_index));
+
+struct nvmet_ctrl___nv {
+  struct nvmet_subsys___nv* subsys;
+} __attribute__((preserve_access_index));
+
+struct nvmet_sq___nv {
+  struct nvmet_ctrl___nv* ctrl;
+  unsigned short qid;
+} __attribute__((preserve_access_index));
+
+struct nvmf_disc_rsp_page_entry___nv {
+  unsigned char trtype;
+  unsigned short portid;
+} __attribute__((preserve_access_index));
+
+struct nvmet_port___nv {
+  struct nvmf_disc_rsp_page_entry___nv disc_addr;
+} __attribute__((preserve_access_index));
+
+struct nvmet_req___nv {
+  void* cmd; /* struct nvme_command: the opcode is its first byte (NVMe base spec) */
+  struct nvmet_sq___nv* sq;
+  unsigned long transfer_len;
+  struct nvmet_port___nv* port;
+} __attribute__((preserve_access_index));
+
+struct nvmet_rdma_rsp___nv {
+  struct ib_cqe___nv send_cqe;
+  struct ib_cqe___nv read_cqe;
+  struct nvmet_req___nv req;
+} __attribute__((preserve_access_index));
+
+struct nvmet_tcp_cmd___nv {
+  struct nvmet_req___nv req;
+} __attribute__((preserve_access_index));
+
 #endif /* NVMEOF_BPF_CORE_SHIMS_H_ */

@@ -40,7 +40,7 @@ bool ParseMechanism(std::string_view text, std::optional<Mechanism>* forced) {
 
 bool AttachPlan::RequiredOk() const {
   for (const auto& h : hooks) {
-    if (h.hook->required && !h.chosen) return false;
+    if (h.hook->required && !h.chosen && h.waiting.empty()) return false;
   }
   return true;
 }
@@ -161,18 +161,18 @@ void PrintProbe(const Availability& availability, const AttachPlan& plan, std::o
   if (!availability.detail.empty()) out << ": " << availability.detail;
   out << "\n";
   if (plan.hooks.empty()) return;
-  out << std::left << std::setw(22) << "HOOK" << std::setw(9) << "STATUS" << std::setw(11)
+  out << std::left << std::setw(32) << "HOOK" << std::setw(9) << "STATUS" << std::setw(11)
       << "MECHANISM" << std::setw(10) << "REQUIRED"
       << "NOTES\n";
   for (const auto& h : plan.hooks) {
-    std::string notes;
+    std::string notes = h.waiting;
     for (const auto& [m, why] : h.rejected) {
       if (!notes.empty()) notes += "; ";
       notes += std::string(MechanismName(m)) + ": " + why;
     }
     std::ostringstream line;
-    line << std::left << std::setw(22) << h.hook->name << std::setw(9)
-         << (h.chosen ? "ok" : "missing") << std::setw(11)
+    line << std::left << std::setw(32) << h.hook->name << std::setw(9)
+         << (h.chosen ? "ok" : h.waiting.empty() ? "missing" : "waiting") << std::setw(11)
          << (h.chosen ? MechanismName(h.chosen->mechanism) : "-") << std::setw(10)
          << (h.hook->required ? "yes" : "no") << notes;
     std::string text = line.str();

@@ -35,6 +35,9 @@ struct HookSpec {
   bool required;            // without it the collector cannot work; optional ones merge stages
   std::string_view module;  // "" for vmlinux, else the module whose BTF the target needs
   std::vector<Variant> variants;
+  // The hook only matters while this module is loaded ("" = always): it is planned and
+  // reported once the module is there, and attached then if it came later.
+  std::string_view gate = "";
 };
 
 // Can this variant attach here? The real prober checks what it can statically (BTF, kprobe
@@ -51,11 +54,13 @@ struct HookPlan {
   std::optional<Variant> chosen;
   // Variants tried before (or instead of) the chosen one, with why they cannot attach.
   std::vector<std::pair<Mechanism, std::string>> rejected;
+  // Not planned yet, and why ("module nvme_rdma not loaded"): attached once that changes.
+  std::string waiting;
 };
 
 struct AttachPlan {
   std::vector<HookPlan> hooks;
-  bool RequiredOk() const;  // every required hook has a variant
+  bool RequiredOk() const;  // every required hook that is not waiting has a variant
   const HookPlan* Find(std::string_view hook) const;
   std::vector<std::string_view> Programs() const;  // the chosen programs
 };

@@ -1,6 +1,10 @@
 #include "collectors/bpf_collector.h"
 
+#include <map>
+#include <regex>
+
 #include "collectors/bpf_histogram.h"
+#include "collectors/sysfs.h"
 #include "exporter/log.h"
 
 namespace nvmeof {
@@ -13,11 +17,54 @@ constexpr std::string_view kHelpTotal =
     "Block-layer request latency, allocated to completed (sampled 1 in "
     "nvmeof_exporter_bpf_sample_every).";
 
+constexpr std::string_view kHelpNvStage =
+    "NVMe-oF command latency per stage on this node (role host or target; stages in the README's "
+    "metrics reference; a+b = stages merged where a hook is missing). Sampled 1 in "
+    "nvmeof_exporter_bpf_sample_every.";
+constexpr std::string_view kHelpNvTotal =
+    "NVMe-oF command latency on this node, first to last point it saw (sampled 1 in "
+    "nvmeof_exporter_bpf_sample_every).";
+constexpr std::string_view kHelpNvCommands = "NVMe-oF I/O commands completed, every one.";
+constexpr std::string_view kHelpLost =
+    "Events the eBPF programs could not record: inflight_evicted = a block issue timestamp "
+    "overwritten in a full in-flight set (that request untimed), map_full = a new (device, op) "
+    "did not fit, nvmeof_inflight_full = a sampled NVMe-oF command found the in-flight table "
+    "full (untimed), nvmeof_map_full = a new NVMe-oF series did not fit, recursion = program "
+    "runs the kernel skipped.";
+
+std::string_view SizeClassName(std::uint8_t size) {
+  static constexpr std::string_view kNames[] = {"", "4KiB", "16KiB", "64KiB", "256KiB", "larger"};
+  return size <= NVMEOF_SIZE_CLASSES ? kNames[size] : "unknown";
+}
+
+std::string_view TransportName(std::uint8_t trtype) {
+  switch (trtype) {
+    case NVMEOF_TRTYPE_RDMA:
+      return "rdma";
+    case 2:
+      return "fc";
+    case NVMEOF_TRTYPE_TCP:
+      return "tcp";
+    case 254:
+      return "loop";
+    default:
+      return "unknown";
+  }
+}
+
+// Sums of series that get the same labels (e.g. stage spans that name the same stage).
+struct HistSum {
+  std::uint64_t count = 0;
+  std::uint64_t sum_ns = 0;
+  unsigned long long buckets[NVMEOF_HIST_BUCKETS] = {};
+};
+
 class BpfCollector : public Collector {
  public:
-  BpfCollector(const CollectorOptions& options, BlockLoad load)
+  BpfCollector(const CollectorOptions& options, BlockLoad load, NvmeofLoad nvmeof)
       : options_(options),
         load_(std::move(load)),
+        nvmeof_(std::move(nvmeof)),
         layout_(BucketLayout::Make(options.bpf.buckets)) {
     if (!load_.availability.ok) {
       LogWarn(
@@ -46,8 +93,10 @@ class BpfCollector : public Collector {
                  {"required", h.hook->required ? "true" : "false"}},
                 h.chosen && load_.source ? 1 : 0);
     }
+    bool ok = true;
+    if (nvmeof_.source) ok = CollectNvmeof(out);
     // Unavailable BPF is reported above, not a failed scrape: it would only alert twice.
-    if (!load_.source) return true;
+    if (!load_.source) return ok;
 
     BlockSnapshot snap;
     if (!load_.source->Read(&snap)) return false;
@@ -56,7 +105,7 @@ class BpfCollector : public Collector {
               options_.bpf.sample_every ? options_.bpf.sample_every : 1);
     EmitBlock(snap, out);
     EmitSelf(snap, out);
-    return true;
+    return ok;
   }
 
  private:
@@ -95,10 +144,7 @@ class BpfCollector : public Collector {
   }
 
   void EmitSelf(const BlockSnapshot& snap, MetricSink& out) {
-    constexpr std::string_view kLost =
-        "Events the eBPF programs could not record: inflight_evicted = an issue timestamp "
-        "overwritten in a full in-flight set (that request untimed), map_full = a new "
-        "(device, op) did not fit, recursion = program runs the kernel skipped.";
+    constexpr std::string_view kLost = kHelpLost;
     out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "inflight_evicted"}},
                 static_cast<double>(snap.counters[NVMEOF_CTR_INFLIGHT_EVICTED]));
     out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "map_full"}},
@@ -129,25 +175,156 @@ class BpfCollector : public Collector {
     }
   }
 
+  // NVMe-oF stages: hooks (of loaded modules), commands, stage and end-to-end histograms.
+  bool CollectNvmeof(MetricSink& out) {
+    NvmeofSnapshot snap;
+    bool ok = nvmeof_.source->Read(&snap);
+    for (const auto& h : nvmeof_.source->Plan().hooks) {
+      out.Gauge("nvmeof_exporter_bpf_hook_attached",
+                "1 if the eBPF hook is attached, with the mechanism used (none if missing).",
+                {{"hook", std::string(h.hook->name)},
+                 {"mechanism", std::string(h.chosen ? MechanismName(h.chosen->mechanism) : "none")},
+                 {"required", h.hook->required ? "true" : "false"}},
+                h.chosen ? 1 : 0);
+    }
+    if (!ok) return false;
+    std::map<Labels, HistSum> stages, totals, commands;
+    std::map<std::uint64_t, std::string> names(snap.names.begin(), snap.names.end());
+    std::map<std::uint64_t, std::optional<HostIdentity>> hosts;
+    for (const auto& s : snap.series) {
+      const auto& k = s.key;
+      Labels labels;
+      std::string transport;
+      if (k.role == NVMEOF_ROLE_HOST) {
+        auto it = hosts.find(k.id);
+        if (it == hosts.end()) {
+          auto name = names.find(k.id);
+          it = hosts.emplace(k.id, name == names.end() ? std::nullopt : Identify(name->second))
+                   .first;
+        }
+        if (!it->second) {
+          out.Skip();
+          continue;
+        }
+        transport = it->second->transport;
+        labels = {{"role", "host"},
+                  {"transport", transport},
+                  {"op", std::string(BlockOpName(k.op))},
+                  {"controller", it->second->controller},
+                  {"device", it->second->device}};
+      } else {
+        auto nqn = names.find(k.id);
+        if (nqn == names.end() || nqn->second.empty()) {
+          out.Skip();
+          continue;
+        }
+        transport = TransportName(k.trtype);
+        labels = {{"role", "target"},
+                  {"transport", transport},
+                  {"op", std::string(BlockOpName(k.op))},
+                  {"subsystem", nqn->second},
+                  {"port", std::to_string(k.port)}};
+      }
+      if (k.size) labels.push_back({"size", std::string(SizeClassName(k.size))});
+      std::map<Labels, HistSum>* into = &commands;
+      if (k.kind == NVMEOF_KIND_STAGE) {
+        labels.push_back({"stage", NvmeofStageName(k.role, transport, k.from, k.to)});
+        into = &stages;
+      } else if (k.kind == NVMEOF_KIND_TOTAL) {
+        into = &totals;
+      }
+      HistSum& sum = (*into)[labels];
+      sum.count += s.hist.count;
+      sum.sum_ns += s.hist.sum_ns;
+      for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b) sum.buckets[b] += s.hist.buckets[b];
+    }
+    for (const auto& [labels, c] : commands) {
+      out.Counter("nvmeof_commands_total", kHelpNvCommands, labels, static_cast<double>(c.count));
+    }
+    const auto& bounds = layout_.bounds();
+    for (const auto* family : {&stages, &totals}) {
+      for (const auto& [labels, h] : *family) {
+        out.Histogram(family == &stages ? "nvmeof_stage_latency_seconds"
+                                        : "nvmeof_command_latency_seconds",
+                      family == &stages ? kHelpNvStage : kHelpNvTotal, labels, bounds,
+                      layout_.Cumulative(h.buckets), h.count,
+                      static_cast<double>(h.sum_ns) / 1e9);
+      }
+    }
+    constexpr std::string_view kLost = kHelpLost;
+    out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "nvmeof_inflight_full"}},
+                static_cast<double>(snap.counters[NVMEOF_NCTR_INFLIGHT_FULL]));
+    out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "nvmeof_map_full"}},
+                static_cast<double>(snap.counters[NVMEOF_NCTR_MAP_FULL]));
+    if (snap.program_run_stats) {
+      for (const auto& p : snap.programs) {
+        Labels labels = {{"hook", p.hook}, {"mechanism", std::string(MechanismName(p.mechanism))}};
+        out.Counter("nvmeof_exporter_bpf_program_runs_total",
+                    "Runs of the eBPF program (while BPF stats are enabled: bpf.enable_stats).",
+                    labels, static_cast<double>(p.stats.run_count));
+        out.Counter("nvmeof_exporter_bpf_program_run_seconds_total",
+                    "CPU time spent in the eBPF program (while BPF stats are enabled).", labels,
+                    static_cast<double>(p.stats.run_time_ns) / 1e9);
+      }
+    }
+    return true;
+  }
+
+  struct HostIdentity {
+    std::string device;      // the namespace as users see it: nvme0n1 (also for a path nvme0c1n1)
+    std::string controller;  // nvme1
+    std::string transport;   // rdma, tcp, pcie, ...
+  };
+
+  // A host disk's names, from sysfs: nullopt if it is gone or not an NVMe namespace.
+  std::optional<HostIdentity> Identify(const std::string& disk) const {
+    if (disk.empty() || disk.find('/') != std::string::npos || disk[0] == '.') return std::nullopt;
+    HostIdentity id;
+    id.device = disk;
+    // A multipath path disk nvme<subsys>c<ctrl>n<ns> belongs to the namespace nvme<subsys>n<ns>.
+    static const std::regex kPath("nvme([0-9]+)c[0-9]+n([0-9]+)");
+    std::smatch m;
+    if (std::regex_match(disk, m, kPath)) id.device = "nvme" + m[1].str() + "n" + m[2].str();
+    auto ctrl = ReadLinkBase(options_.paths.sysfs + "/block/" + disk + "/device");
+    if (!ctrl || ctrl->rfind("nvme", 0) != 0) return std::nullopt;
+    id.controller = *ctrl;
+    auto transport = ReadFile(options_.paths.sysfs + "/class/nvme/" + *ctrl + "/transport");
+    if (!transport) return std::nullopt;
+    id.transport = *transport;
+    while (!id.transport.empty() && std::isspace(static_cast<unsigned char>(id.transport.back())))
+      id.transport.pop_back();
+    return id;
+  }
+
   CollectorOptions options_;
   BlockLoad load_;
+  NvmeofLoad nvmeof_;
   BucketLayout layout_;
 };
 
 }  // namespace
 
-std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, BlockLoad load) {
-  return std::make_unique<BpfCollector>(options, std::move(load));
+std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, BlockLoad load,
+                                               NvmeofLoad nvmeof) {
+  return std::make_unique<BpfCollector>(options, std::move(load), std::move(nvmeof));
 }
 
 std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options) {
-  return NewBpfCollectorFrom(options, LoadBlock(options, /*plan_only=*/false));
+  BlockLoad block = LoadBlock(options, /*plan_only=*/false);
+  NvmeofLoad nvmeof;
+  if (block.availability.ok) nvmeof = LoadNvmeof(options, /*plan_only=*/false);
+  return NewBpfCollectorFrom(options, std::move(block), std::move(nvmeof));
 }
 
 int RunProbe(const CollectorOptions& options, std::ostream& out) {
   BlockLoad load = LoadBlock(options, /*plan_only=*/true);
   PrintProbe(load.availability, load.plan, out);
-  return load.availability.ok && load.plan.RequiredOk() ? 0 : 1;
+  int rc = load.availability.ok && load.plan.RequiredOk() ? 0 : 1;
+  if (!load.availability.ok) return rc;
+  NvmeofLoad nv = LoadNvmeof(options, /*plan_only=*/true);
+  out << "\nNVMe-oF stages (hooks of modules not loaded are attached when they load):\n";
+  PrintProbe(nv.availability, nv.plan, out);
+  return nv.plan.RequiredOk() ? rc : 1;
 }
 
 }  // namespace nvmeof

@@ -1,4 +1,4 @@
-// The `bpf` collector: eBPF stage latency histograms (block layer for now), plus the facts of
+// The `bpf` collector: eBPF stage latency histograms (block layer, NVMe-oF host and target), plus the facts of
 // the attach layer as self-metrics, and the `nvmeof_exporter probe` subcommand.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "collectors/bpf_block.h"
+#include "collectors/bpf_nvmeof.h"
 #include "collectors/collector.h"
 
 namespace nvmeof {
@@ -17,7 +18,8 @@ namespace nvmeof {
 std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options);
 
 // For tests: a collector over an already made load (fake BlockSource).
-std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, BlockLoad load);
+std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, BlockLoad load,
+                                               NvmeofLoad nvmeof = {});
 
 // `nvmeof_exporter probe`: per hook ok/missing, the mechanism it would use, required or not.
 // Returns the process exit status: 0 when every required hook can attach, else 1.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <fstream>
@@ -83,8 +84,8 @@ int LoadAndAttach(const bpf_object_skeleton* skeleton,
   return 0;
 }
 
-KernelProber::KernelProber(Paths paths, Trial trial)
-    : paths_(std::move(paths)), trial_(std::move(trial)) {}
+KernelProber::KernelProber(Paths paths, Trial trial, bool share_trials)
+    : paths_(std::move(paths)), trial_(std::move(trial)), share_trials_(share_trials) {}
 
 KernelProber::~KernelProber() {
   for (auto& [name, b] : modules_) btf__free(b);
@@ -103,8 +104,10 @@ struct btf* KernelProber::Btf(std::string_view module) {
   for (auto& [name, b] : modules_) {
     if (name == module) return b;
   }
+  // A built-in "module" has no BTF file of its own: its types are in vmlinux.
   std::string path = paths_.sysfs + "/kernel/btf/" + std::string(module);
-  struct btf* b = Exists(path) ? btf__parse_split(path.c_str(), vmlinux_) : nullptr;
+  if (!Exists(path)) return vmlinux_;
+  struct btf* b = btf__parse_split(path.c_str(), vmlinux_);
   modules_.emplace_back(std::string(module), b);
   return b;
 }
@@ -159,9 +162,21 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
     case Mechanism::kRawTp:
       break;  // no cheap check without tracefs; the trial tells
   }
+  if (share_trials_) {
+    for (const auto& t : trials_) {
+      if (t.mechanism == v.mechanism && t.module == hook.module) return t.error;
+    }
+  }
   std::string error;
-  if (trial_(v, &error) < 0) return error;
-  return "";
+  auto t0 = std::chrono::steady_clock::now();
+  if (trial_(v, &error) >= 0) error.clear();
+  LogDebug("eBPF trial load",
+           Kv("program", v.program) + " " + Kv("error", error) + " " +
+               Kv("ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - t0)
+                                           .count())));
+  if (share_trials_) trials_.push_back({v.mechanism, std::string(hook.module), error});
+  return error;
 }
 
 bool ReadProgramStats(const bpf_program* program, ProgramStats* stats) {

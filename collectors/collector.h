@@ -37,6 +37,7 @@ struct BpfOptions {
   std::vector<double> buckets;     // histogram upper bounds in seconds; empty = built-in
   bool enable_stats = false;       // turn on BPF_ENABLE_STATS for per-program run time
   NameFilter block_devices;        // disks to time (sda, vda, nvme0n1, loop0)
+  bool size_classes = false;       // NVMe-oF stages: add a `size` label (5 I/O size classes)
 };
 
 struct CollectorOptions {

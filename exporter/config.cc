@@ -160,7 +160,8 @@ bool ValidMechanism(const std::string& m) {
 bool ReadBpf(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
   if (!CheckKeys(
           node, "bpf",
-          {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats", "block_devices"},
+          {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats", "block_devices",
+           "size_classes"},
           error)) {
     return false;
   }
@@ -209,6 +210,10 @@ bool ReadBpf(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
   }
   if (node["block_devices"] &&
       !ReadFilter(node["block_devices"], "bpf.block_devices", &bpf->block_devices, error)) {
+    return false;
+  }
+  if (node["size_classes"] &&
+      !ReadBool(node["size_classes"], "bpf.size_classes", &bpf->size_classes, error)) {
     return false;
   }
   return true;

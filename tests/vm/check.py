@@ -15,6 +15,8 @@ import os
 import re
 import sys
 
+from check_stages import StagesChecks
+
 CONTROLLER_STATES = ["new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"]
 # rxe hw_counters that NVMe/RDMA I/O must move (sent/received packets, SENDs of command capsules).
 IO_COUNTERS = ["sent_pkts", "rcvd_pkts", "rdma_sends", "rdma_recvs"]
@@ -58,7 +60,7 @@ class Env(dict):
         return '<%s unset>' % key
 
 
-class Checker:
+class Checker(StagesChecks):
     def __init__(self, directory):
         self.dir = directory
         self.failures = 0

@@ -3,7 +3,7 @@
 # the kernel's modules and the freshly built exporter, runs tests/vm/guest/scenarios/NAME.sh inside,
 # brings the results back through 9p and checks them on the host with check.py.
 #
-#   tests/vm/run.sh --kernel 6.1|6.12|<release> --scenario rdma|tcp|hotload|pathfault
+#   tests/vm/run.sh --kernel 6.1|6.12|<release> --scenario rdma|tcp|hotload|pathfault|stages
 #                   [--exporter PATH] [--out DIR] [--timeout SEC] [--accel auto|kvm|tcg]
 #
 # Exit status: 0 when the guest scenario and the host checks passed; non-zero otherwise, with the
@@ -161,7 +161,7 @@ ROOT=$OUT/layer
 mkdir -p "$ROOT/opt/nvmeof" "$ROOT/opt/vm"
 copy_bin "$EXPORTER" /opt/nvmeof/nvmeof_exporter
 install -m755 "$HERE/guest/init" "$ROOT/init"
-cp -r "$HERE/guest/lib.sh" "$HERE/guest/scenarios" "$ROOT/opt/vm/"
+cp -r "$HERE/guest/lib.sh" "$HERE/guest/stages.yml" "$HERE/guest/scenarios" "$ROOT/opt/vm/"
 (cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet) >"$OUT/layer.cpio"
 cat "$BASE" "$OUT/layer.cpio" >"$OUT/initrd.cpio"
 rm -rf "$ROOT" "$OUT/layer.cpio"
@@ -173,6 +173,7 @@ FIO_RUNTIME=$FIO_RUNTIME GUEST_TIMEOUT=$((TIMEOUT - 20))"
 # The kernel hands unknown key=value parameters to init as environment variables.
 [ -z "${EXPORTER_ARGS:-}" ] || APPEND="$APPEND EXPORTER_ARGS=\"$EXPORTER_ARGS\""
 [ -z "${TRANSPORT:-}" ] || APPEND="$APPEND TRANSPORT=$TRANSPORT" # hotload, pathfault: rdma|tcp
+[ -z "${MECHANISMS:-}" ] || APPEND="$APPEND MECHANISMS=\"$MECHANISMS\"" # stages
 say "booting $KV ($ACCEL, timeout ${TIMEOUT}s), exporter $EXPORTER"
 tb=$EPOCHREALTIME
 set +e

@@ -125,10 +125,10 @@ start_exporter() {
 	# shellcheck disable=SC2086 # EXPORTER_ARGS is a list of flags
 	$EXPORTER --web.listen-address=$LISTEN --log.level=debug ${EXPORTER_ARGS:-} >"$R/exporter.log" 2>&1 &
 	EXPORTER_PID=$!
-	deadline 60
+	deadline ${EXPORTER_START_TIMEOUT:-60}
 	while ! timeout 5 wget -q -O /dev/null http://$LISTEN/metrics 2>/dev/null; do
 		exporter_alive || { fail "exporter exited at start"; cat "$R/exporter.log"; return 1; }
-		before_deadline || { fail "exporter not serving /metrics after 60s"; return 1; }
+		before_deadline || { fail "exporter not serving /metrics after ${EXPORTER_START_TIMEOUT:-60}s"; return 1; }
 		sleep 0.5
 	done
 	echo "$EXPORTER_PID" >"$R/exporter.pid"
@@ -205,4 +205,14 @@ finish() {
 	echo "GUEST FAILS=$FAILS"
 	sync
 	exit $FAILS
+}
+
+# Stops the exporter started by start_exporter (TERM, then KILL after 10 s).
+stop_exporter() {
+	exporter_alive || { fail "exporter died before stop"; return 1; }
+	kill -TERM "$EXPORTER_PID"
+	(sleep 10; kill -KILL "$EXPORTER_PID") >/dev/null 2>&1 &
+	local killer=$!
+	wait "$EXPORTER_PID"
+	kill "$killer" 2>/dev/null
 }

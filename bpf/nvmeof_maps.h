@@ -1,0 +1,100 @@
+/* Map keys and values of nvmeof.bpf.c, shared with the exporter (C and C++).
+ *
+ * A command is timed at a fixed list of points (below). Each stage is the span between two
+ * consecutive points that the command actually passed; the exporter names the span from its
+ * (from, to) pair, so a point whose hook is missing merges its two neighbouring stages into one
+ * wider, differently named stage instead of giving a wrong one (collectors/bpf_nvmeof.cc). */
+#ifndef NVMEOF_BPF_NVMEOF_MAPS_H_
+#define NVMEOF_BPF_NVMEOF_MAPS_H_
+
+#include "hist.h"
+
+enum nvmeof_role {
+  NVMEOF_ROLE_HOST = 0,
+  NVMEOF_ROLE_TARGET = 1,
+};
+
+/* Host (initiator) points of one request, in time order. */
+enum nvmeof_host_point {
+  NVMEOF_HP_ALLOC = 0,    /* rq->start_time_ns: request allocated (needs iostats) */
+  NVMEOF_HP_SETUP = 1,    /* nvme:nvme_setup_cmd: the driver builds the command */
+  NVMEOF_HP_POSTED = 2,   /* nvme_rdma_post_send / nvme_tcp_try_send_cmd_pdu */
+  NVMEOF_HP_SENT = 3,     /* nvme_rdma_send_done: the capsule's send completion (RDMA) */
+  NVMEOF_HP_RESPONSE = 4, /* blk_mq_complete_request_remote: response received */
+  NVMEOF_HP_COMPLETE = 5, /* nvme:nvme_complete_rq */
+  NVMEOF_HP_END = 6,      /* block:block_rq_complete: the request ended */
+  NVMEOF_HP_COUNT = 7,
+};
+
+/* Target points of one command, in time order. */
+enum nvmeof_target_point {
+  NVMEOF_TP_RECV = 0, /* nvmet_rdma_recv_done / nvmet_tcp_try_recv_pdu: capsule receive */
+  NVMEOF_TP_INIT = 1, /* nvmet:nvmet_req_init */
+  NVMEOF_TP_DATA = 2, /* nvmet_rdma_read_data_done: host data pulled (writes beyond inline) */
+  NVMEOF_TP_EXEC = 3, /* nvmet_bdev_execute_rw / nvmet_file_execute_rw: backing I/O issued */
+  NVMEOF_TP_DONE = 4, /* nvmet:nvmet_req_complete */
+  NVMEOF_TP_SENT = 5, /* nvmet_rdma_send_done / nvmet_try_send_response: response out */
+  NVMEOF_TP_COUNT = 6,
+};
+
+#define NVMEOF_POINTS 7 /* max of the two */
+
+/* What a series entry holds. */
+enum nvmeof_kind {
+  NVMEOF_KIND_STAGE = 0,    /* one stage: span (from, to) */
+  NVMEOF_KIND_TOTAL = 1,    /* end to end on this node: first point -> last point */
+  NVMEOF_KIND_COMMANDS = 2, /* exact command count (every command, not sampled) in count */
+};
+
+/* Transport types as in the NVMe-oF spec (NVMF_TRTYPE_*); the host's come from sysfs. */
+#define NVMEOF_TRTYPE_RDMA 1
+#define NVMEOF_TRTYPE_TCP 3
+
+/* Size classes of the optional `size` label: <=4KiB, <=16KiB, <=64KiB, <=256KiB, larger. */
+#define NVMEOF_SIZE_CLASSES 5
+
+struct nvmeof_series {
+  unsigned long long id; /* host: struct gendisk address; target: struct nvmet_subsys address */
+  unsigned short port;   /* target: nvmet port id; host: 0 */
+  unsigned char role;    /* enum nvmeof_role */
+  unsigned char op;      /* enum nvmeof_block_op (block_maps.h) */
+  unsigned char size;    /* size class + 1; 0 when size classes are off */
+  unsigned char trtype;  /* target: NVMEOF_TRTYPE_*; host: 0 */
+  unsigned char kind;    /* enum nvmeof_kind */
+  unsigned char from;    /* first point of the span */
+  unsigned char to;      /* last point of the span */
+  unsigned char pad[7];
+};
+
+struct nvmeof_hist {
+  unsigned long long count;
+  unsigned long long sum_ns;
+  unsigned long long buckets[NVMEOF_HIST_BUCKETS];
+};
+
+/* One sampled command in flight: its points (0 = not passed) and its series identity. */
+struct nvmeof_inflight {
+  unsigned long long ts[NVMEOF_POINTS];
+  struct nvmeof_series series;
+};
+
+/* Per-CPU event counters (index into the `nv_counters` array map). */
+enum nvmeof_counter {
+  NVMEOF_NCTR_INFLIGHT_FULL = 0, /* a sampled command found no room in the in-flight table */
+  NVMEOF_NCTR_MAP_FULL = 1,      /* a new series did not fit into nv_hists */
+  NVMEOF_NCTR_COUNT = 2,
+};
+
+/* Runtime switches the exporter writes (it attaches hooks of modules loaded later). */
+struct nvmeof_config {
+  /* Bit (1 << trtype) set: a response-sent hook is attached for that transport, so target
+   * commands end at NVMEOF_TP_SENT; otherwise at NVMEOF_TP_DONE. */
+  unsigned int target_sent_hooked;
+  unsigned int pad;
+};
+
+#define NVMEOF_INFLIGHT_MAX 16384
+#define NVMEOF_SERIES_MAX 4096
+#define NVMEOF_NQN_SIZE 224 /* NVMF_NQN_SIZE (223) + NUL; also holds a disk name (32) */
+
+#endif /* NVMEOF_BPF_NVMEOF_MAPS_H_ */

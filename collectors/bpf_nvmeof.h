@@ -1,0 +1,66 @@
+// NVMe-oF per-stage latency: the hook table of bpf/nvmeof.bpf.c, the stage names of its point
+// spans, what the collector reads each scrape (NvmeofSnapshot), and the loader. Hooks of
+// modules loaded after start are attached on a later scrape (NvmeofSource::Read).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bpf/nvmeof_maps.h"
+#include "collectors/bpf_attach.h"
+#include "collectors/bpf_block.h"
+#include "collectors/collector.h"
+
+namespace nvmeof {
+
+// Host: nvme_setup_cmd, nvme_complete_rq and nvme_rq_end are required (the frame); the driver
+// hooks are optional and merge stages when missing. Target: nvmet_req_init and
+// nvmet_req_complete are required. Each is gated on its module (nvme_core, nvmet, ...).
+const std::vector<HookSpec>& NvmeofHooks();
+
+// The stage a span of points covers: "network_and_target", or for a span across points whose
+// hooks are missing, the covered stages joined by '+' ("driver_submit+network_and_target").
+// transport: "rdma", "tcp", "pcie", ...
+std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::uint8_t from,
+                            std::uint8_t to);
+
+struct NvmeofSeries {
+  nvmeof_series key{};
+  nvmeof_hist hist{};  // summed over CPUs
+};
+
+struct NvmeofSnapshot {
+  std::vector<NvmeofSeries> series;
+  // Series id -> name: host disk address -> disk name, target subsystem address -> NQN.
+  std::vector<std::pair<std::uint64_t, std::string>> names;
+  std::uint64_t counters[NVMEOF_NCTR_COUNT] = {};
+  std::vector<ProgramRun> programs;
+  bool program_run_stats = false;
+};
+
+class NvmeofSource {
+ public:
+  virtual ~NvmeofSource() = default;
+  // Attaches hooks whose module appeared since the last call, then reads the maps.
+  virtual bool Read(NvmeofSnapshot* out) = 0;
+  // Hooks whose module is loaded (or that need none), with the mechanism each one uses.
+  virtual const AttachPlan& Plan() const = 0;
+};
+
+struct NvmeofLoad {
+  Availability availability;
+  AttachPlan plan;                       // for `probe`; the source keeps its own live plan
+  std::unique_ptr<NvmeofSource> source;  // null unless loaded
+};
+
+// Never throws and never exits. plan_only: probe which variants attach (hooks of modules not
+// loaded are listed as missing with that reason) without keeping anything loaded.
+NvmeofLoad LoadNvmeof(const CollectorOptions& options, bool plan_only);
+
+// Is the module loaded? (<sysfs>/module/<name> exists; built-in modules have it too)
+bool ModuleLoaded(const Paths& paths, std::string_view module);
+
+}  // namespace nvmeof

@@ -1,0 +1,215 @@
+// NVMe-oF stages: span names, and the bpf collector's NVMe-oF series over a fake kernel side
+// (NvmeofSource) and a fixture sysfs tree.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+
+#include "collectors/bpf_collector.h"
+#include "collectors/bpf_nvmeof.h"
+#include "tests/unit/scratch_tree.h"
+#include "tests/unit/sink_query.h"
+
+namespace nvmeof {
+namespace {
+
+constexpr std::uint8_t kHost = NVMEOF_ROLE_HOST;
+constexpr std::uint8_t kTarget = NVMEOF_ROLE_TARGET;
+
+TEST(NvmeofStageName, ConsecutivePointsNameOneStage) {
+  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_ALLOC, NVMEOF_HP_SETUP), "block_submit");
+  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_SETUP, NVMEOF_HP_POSTED), "driver_submit");
+  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_POSTED, NVMEOF_HP_SENT), "command_send");
+  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_SENT, NVMEOF_HP_RESPONSE),
+            "target_and_response");
+  EXPECT_EQ(NvmeofStageName(kHost, "tcp", NVMEOF_HP_RESPONSE, NVMEOF_HP_COMPLETE), "host_receive");
+  EXPECT_EQ(NvmeofStageName(kHost, "tcp", NVMEOF_HP_COMPLETE, NVMEOF_HP_END), "block_complete");
+  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", NVMEOF_TP_RECV, NVMEOF_TP_INIT), "receive");
+  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", NVMEOF_TP_INIT, NVMEOF_TP_DATA), "data_transfer");
+  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", NVMEOF_TP_EXEC, NVMEOF_TP_DONE), "storage");
+  EXPECT_EQ(NvmeofStageName(kTarget, "tcp", NVMEOF_TP_DONE, NVMEOF_TP_SENT), "response");
+}
+
+TEST(NvmeofStageName, SkippablePointsKeepTheWiderStageName) {
+  // No send completion before the response: the whole span is network and target.
+  EXPECT_EQ(NvmeofStageName(kHost, "tcp", NVMEOF_HP_POSTED, NVMEOF_HP_RESPONSE),
+            "network_and_target");
+  // No data to pull from the host (reads): init to execute is submission.
+  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", NVMEOF_TP_INIT, NVMEOF_TP_EXEC), "submit");
+  // PCIe: setup to the completion is the drive.
+  EXPECT_EQ(NvmeofStageName(kHost, "pcie", NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE), "device");
+}
+
+TEST(NvmeofStageName, MissingHooksMergeStagesUnderAJoinedName) {
+  // nvme_tcp_try_send_cmd_pdu is inlined in 6.1.
+  EXPECT_EQ(NvmeofStageName(kHost, "tcp", NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE),
+            "driver_submit+network_and_target");
+  // Tracepoints only.
+  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_SETUP, NVMEOF_HP_COMPLETE),
+            "driver_submit+network_and_target+host_receive");
+  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", NVMEOF_TP_INIT, NVMEOF_TP_DONE), "submit+storage");
+  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_END, NVMEOF_HP_SETUP), "invalid");
+  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", 0, NVMEOF_TP_COUNT), "invalid");
+}
+
+class FakeNvmeof : public NvmeofSource {
+ public:
+  NvmeofSnapshot snap;
+  AttachPlan plan;
+  bool Read(NvmeofSnapshot* out) override {
+    *out = snap;
+    return true;
+  }
+  const AttachPlan& Plan() const override { return plan; }
+};
+
+class BpfNvmeofCollectorTest : public ScratchTree {
+ protected:
+  void SetUp() override {
+    ScratchTree::SetUp();
+    // A multipath path disk of controller nvme1 (RDMA), hidden: no dev_t, only /sys/block.
+    Write("class/nvme/nvme1/transport", "rdma\n");
+    std::filesystem::create_directories(root_ + "/block/nvme0c1n1");
+    std::filesystem::create_symlink("../../class/nvme/nvme1", root_ + "/block/nvme0c1n1/device");
+    options_.paths.sysfs = root_;
+  }
+
+  static NvmeofSeries Series(std::uint64_t id, std::uint8_t role, std::uint8_t kind,
+                             std::uint8_t from, std::uint8_t to, std::uint64_t count,
+                             std::uint64_t ns) {
+    NvmeofSeries s;
+    s.key.id = id;
+    s.key.role = role;
+    s.key.op = NVMEOF_OP_READ;
+    s.key.kind = kind;
+    s.key.from = from;
+    s.key.to = to;
+    if (role == kTarget) {
+      s.key.trtype = NVMEOF_TRTYPE_TCP;
+      s.key.port = 2;
+    }
+    s.hist.count = count;
+    s.hist.sum_ns = count * ns;
+    s.hist.buckets[nvmeof_hist_index(ns)] = count;
+    return s;
+  }
+
+  MetricSink Collect(std::unique_ptr<FakeNvmeof> fake) {
+    NvmeofLoad nv;
+    nv.availability = {true, "ok", ""};
+    nv.source = std::move(fake);
+    BlockLoad block;
+    block.availability = {true, "ok", ""};
+    auto c = NewBpfCollectorFrom(options_, std::move(block), std::move(nv));
+    MetricSink sink;
+    EXPECT_TRUE(c->Collect(sink));
+    return sink;
+  }
+
+  CollectorOptions options_;
+};
+
+constexpr std::uint64_t kDisk = 0xffff888001000000;
+constexpr std::uint64_t kSubsys = 0xffff888002000000;
+
+TEST_F(BpfNvmeofCollectorTest, HostSeriesNamedByNamespaceAndController) {
+  auto fake = std::make_unique<FakeNvmeof>();
+  fake->snap.names = {{kDisk, "nvme0c1n1"}};
+  fake->snap.series = {
+      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 800, 0),
+      Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 100, 2000),
+      // Two spans naming the same stage are one series: the send completion came after the
+      // response for 10 commands.
+      Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_POSTED, NVMEOF_HP_RESPONSE, 10, 50000),
+      Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_POSTED, NVMEOF_HP_SENT, 90, 10000),
+      Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SENT, NVMEOF_HP_RESPONSE, 90, 40000),
+      Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE, 100, 52000),
+  };
+  MetricSink sink = Collect(std::move(fake));
+  LabelMap host = {{"role", "host"},      {"transport", "rdma"}, {"op", "read"},
+                   {"device", "nvme0n1"}, {"controller", "nvme1"}};
+  EXPECT_EQ(Value(sink, "nvmeof_commands_total", host), 800);
+  auto stages = Select(sink, "nvmeof_stage_latency_seconds", host);
+  ASSERT_EQ(stages.size(), 4u);
+  LabelMap net = host;
+  net["stage"] = "network_and_target";
+  auto n = Select(sink, "nvmeof_stage_latency_seconds", net);
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_EQ(n[0]->histogram.sample_count, 10u);
+  net["stage"] = "command_send";
+  ASSERT_EQ(Select(sink, "nvmeof_stage_latency_seconds", net).size(), 1u);
+  auto total = Select(sink, "nvmeof_command_latency_seconds", host);
+  ASSERT_EQ(total.size(), 1u);
+  EXPECT_EQ(total[0]->histogram.sample_count, 100u);
+  EXPECT_NEAR(total[0]->histogram.sample_sum, 100 * 52e-6, 1e-9);
+}
+
+TEST_F(BpfNvmeofCollectorTest, TargetSeriesCarrySubsystemNqnAndPort) {
+  auto fake = std::make_unique<FakeNvmeof>();
+  fake->snap.names = {{kSubsys, "nqn.2024-01.io.example:sub1"}};
+  fake->snap.series = {
+      Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 42, 0),
+      Series(kSubsys, kTarget, NVMEOF_KIND_STAGE, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 5, 3000),
+  };
+  MetricSink sink = Collect(std::move(fake));
+  LabelMap target = {{"role", "target"},
+                     {"transport", "tcp"},
+                     {"subsystem", "nqn.2024-01.io.example:sub1"},
+                     {"port", "2"}};
+  EXPECT_EQ(Value(sink, "nvmeof_commands_total", target), 42);
+  target["stage"] = "submit+storage";
+  EXPECT_EQ(Select(sink, "nvmeof_stage_latency_seconds", target).size(), 1u);
+}
+
+TEST_F(BpfNvmeofCollectorTest, UnnamedOrVanishedDisksAreSkippedNotGuessed) {
+  auto fake = std::make_unique<FakeNvmeof>();
+  fake->snap.names = {{kDisk + 1, "nvme9c9n9"}, {kDisk + 2, "../../etc"}};  // gone; hostile
+  fake->snap.series = {
+      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),      // no name at all
+      Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // not in sysfs
+      Series(kDisk + 2, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
+      Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // NQN not known yet
+  };
+  MetricSink sink = Collect(std::move(fake));
+  EXPECT_TRUE(Select(sink, "nvmeof_commands_total").empty());
+  EXPECT_EQ(sink.skipped(), 4u);
+}
+
+TEST_F(BpfNvmeofCollectorTest, HooksOfLoadedModulesAreReported) {
+  auto fake = std::make_unique<FakeNvmeof>();
+  for (const auto& h : NvmeofHooks()) {
+    if (h.gate != "nvmet") continue;
+    HookPlan hp;
+    hp.hook = &h;
+    if (h.required) hp.chosen = h.variants[0];
+    fake->plan.hooks.push_back(hp);
+  }
+  MetricSink sink = Collect(std::move(fake));
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_bpf_hook_attached",
+                  {{"hook", "nvmet_req_init"}, {"mechanism", "tp_btf"}, {"required", "true"}}),
+            1);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_bpf_hook_attached",
+                  {{"hook", "nvmet_bdev_execute_rw"}, {"mechanism", "none"}}),
+            0);
+  EXPECT_TRUE(Select(sink, "nvmeof_exporter_bpf_hook_attached", {{"hook", "nvme_setup_cmd"}})
+                  .empty());
+}
+
+TEST(NvmeofHooks, EveryHookHasFentryAndKprobeAndUniqueNames) {
+  std::set<std::string_view> names;
+  for (const auto& h : NvmeofHooks()) {
+    EXPECT_TRUE(names.insert(h.name).second) << h.name;
+    bool fentry = false, kprobe = false;
+    for (const auto& v : h.variants) {
+      fentry |= v.mechanism == Mechanism::kFentry;
+      kprobe |= v.mechanism == Mechanism::kKprobe;
+    }
+    EXPECT_TRUE(fentry && kprobe) << h.name;
+    EXPECT_FALSE(h.gate.empty()) << h.name;
+  }
+  for (const auto& h : BlockHooks()) EXPECT_EQ(names.count(h.name), 0u) << h.name;
+}
+
+}  // namespace
+}  // namespace nvmeof

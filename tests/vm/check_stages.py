@@ -1,0 +1,161 @@
+"""Checks of the `stages` VM scenario (NVMe-oF per-stage latency), mixed into check.py's Checker.
+
+For every forced attach mechanism, transport (rdma, tcp) and fio job (randread 4 KiB, randwrite
+16 KiB) the guest scraped /metrics right before and right after fio ran a known number of I/Os.
+The differences of the two scrapes are that fio job's commands; they are compared with fio:
+  - nvmeof_commands_total rose by fio's I/O count (every command is counted);
+  - end to end _count * sample_every is fio's I/O count within 1%;
+  - every stage's _count equals the end to end _count within 1% (stages a command may skip
+    in favour of a wider one are counted together: command_send|target_and_response with
+    network_and_target on the host);
+  - the stage means add up to the end-to-end mean within 5%;
+  - the host's end-to-end mean is fio's completion latency (clat) within 10%;
+  - the host's network-and-target mean exceeds the target's end-to-end mean (the network
+    estimate of the recording rule nvmeof:network_estimate_seconds:mean5m is positive).
+The same count and sum checks run on the target side. probe.txt must equal the kept
+expectation tests/vm/expected/probe-<kernel>.txt.
+"""
+import json
+import os
+
+HOST_NETWORK = ('network_and_target', 'command_send', 'target_and_response')
+
+
+def kernel_short(release):
+    """6.1.0-57-amd64 -> 6.1; 6.12.117+deb12-amd64 -> 6.12."""
+    return '.'.join(release.split('-')[0].split('+')[0].split('.')[:2])
+
+
+def expected_stages(mechanism, role, transport, kernel, op):
+    """Stage labels a command of this kind must show; None where not pinned down."""
+    tracepoints_only = mechanism in ('tp_btf', 'raw_tp')
+    if role == 'host':
+        if tracepoints_only:
+            return {'block_submit', 'driver_submit+network_and_target+host_receive', 'block_complete'}
+        if transport == 'tcp' and kernel == '6.1':  # nvme_tcp_try_send_cmd_pdu is inlined
+            return {'block_submit', 'driver_submit+network_and_target', 'host_receive', 'block_complete'}
+        return {'block_submit', 'driver_submit', 'host_receive', 'block_complete'}  # + network
+    if tracepoints_only:
+        return {'submit+storage'}
+    stages = {'receive', 'submit', 'storage'}
+    if transport == 'rdma' or kernel != '6.1':  # nvmet_try_send_response is inlined in 6.1
+        stages.add('response')
+    if transport == 'rdma' and op == 'write':  # 16 KiB > 4 KiB in-capsule: RDMA READ
+        stages.add('data_transfer')
+    return stages
+
+
+class StagesChecks:
+    """Mixin for check.Checker (needs self.metrics, self.check, self.env, self.dir)."""
+
+    def hist_delta(self, before, after, name, labels, group=None):
+        """{group label value or None: (count, sum)} of histogram NAME rising between scrapes."""
+        out = {}
+        for scrape, sign in ((after, 1), (before, -1)):
+            for n, l, v in scrape:
+                if n not in (name + '_count', name + '_sum'):
+                    continue
+                if any(l.get(k) != val for k, val in labels.items()):
+                    continue
+                key = l.get(group) if group else None
+                c, s = out.get(key, (0.0, 0.0))
+                if n.endswith('_count'):
+                    c += sign * v
+                else:
+                    s += sign * v
+                out[key] = (c, s)
+        return {k: cs for k, cs in out.items() if cs[0] > 0}
+
+    def counter_delta(self, before, after, name, labels):
+        total = 0.0
+        for scrape, sign in ((after, 1), (before, -1)):
+            for n, l, v in scrape:
+                if n == name and all(l.get(k) == val for k, val in labels.items()):
+                    total += sign * v
+        return total
+
+    def within(self, value, want, rel, what):
+        ok = want > 0 and abs(value - want) <= rel * want
+        return self.check(ok, what, 'got %.6g, want %.6g +-%.0f%%' % (value, want, rel * 100))
+
+    def stages_job(self, mech, transport, rw):
+        e = self.env
+        name = '%s-%s-%s' % (mech, transport, rw)
+        before, after = self.metrics(name + '-before'), self.metrics(name + '-after')
+        path = os.path.join(self.dir, 'fio-%s.json' % name)
+        if not self.check(os.path.exists(path), '%s fio output present' % name) or not after:
+            return
+        job = json.load(open(path))['jobs'][0]['read' if rw == 'randread' else 'write']
+        ios, clat = job['total_ios'], job['clat_ns']['mean'] / 1e9
+        op = 'read' if rw == 'randread' else 'write'
+        every = [v for n, _, v in after if n == 'nvmeof_exporter_bpf_sample_every']
+        every = every[0] if every else 1
+        kernel = kernel_short(e['KERNEL'])
+        dev = os.path.basename(e['%s_DEV' % transport.upper()])
+        sides = {
+            'host': dict(role='host', transport=transport, op=op, device=dev,
+                         controller=e['%s_CONTROLLER' % transport.upper()]),
+            'target': dict(role='target', transport=transport, op=op,
+                           subsystem=e['%s_NQN' % transport.upper()],
+                           port=e['%s_PORTID' % transport.upper()]),
+        }
+        means = {}
+        for role, labels in sides.items():
+            where = '%s %s' % (name, role)
+            cmds = self.counter_delta(before, after, 'nvmeof_commands_total', labels)
+            self.within(cmds, ios, 0.01, '%s nvmeof_commands_total rose by fio\'s %d I/Os' % (where, ios))
+            total = self.hist_delta(before, after, 'nvmeof_command_latency_seconds', labels).get(None)
+            if not self.check(total is not None, '%s end-to-end histogram moved' % where):
+                continue
+            count, tsum = total
+            self.within(count * every, ios, 0.01,
+                        '%s end-to-end count %d x sample_every %d ~ fio I/Os' % (where, count, every))
+            stages = self.hist_delta(before, after, 'nvmeof_stage_latency_seconds', labels, 'stage')
+            want = expected_stages(mech, role, transport, kernel, op)
+            missing = want - set(stages)
+            self.check(not missing, '%s has stages %s' % (where, sorted(want)),
+                       'missing %s; got %s' % (sorted(missing), sorted(stages)))
+            grouped = {}
+            for stage, (c, s) in stages.items():
+                key = 'network' if role == 'host' and stage in HOST_NETWORK else stage
+                if role == 'host' and stage in ('command_send',):
+                    continue  # counted once, through target_and_response
+                grouped[key] = grouped.get(key, 0) + c
+            for stage, c in sorted(grouped.items()):
+                self.within(c, count, 0.01, '%s stage %s count == end-to-end count %d' % (where, stage, count))
+            ssum = sum(s for _, s in stages.values())
+            self.within(ssum / count, tsum / count, 0.05,
+                        '%s stage means add up to the end-to-end mean %.1f us' % (where, tsum / count * 1e6))
+            means[role] = tsum / count
+            if role == 'host':
+                self.within(tsum / count, clat, 0.10,
+                            '%s end-to-end mean ~ fio clat mean %.1f us' % (where, clat * 1e6))
+                net = [s for st, (_, s) in stages.items() if any(p in st for p in HOST_NETWORK)]
+                means['network'] = sum(net) / count if net else 0
+            print('info %s: %s' % (where, ', '.join(
+                '%s=%.1fus' % (st, s / c * 1e6) for st, (c, s) in sorted(stages.items()))))
+        if 'network' in means and 'target' in means:
+            self.check(means['network'] > means['target'] > 0,
+                       '%s host network_and_target mean %.1f us > target end-to-end mean %.1f us'
+                       % (name, means['network'] * 1e6, means['target'] * 1e6))
+
+    def scenario_stages(self):
+        e = self.env
+        for mech in e['MECHANISMS'].split():
+            for transport in ('rdma', 'tcp'):
+                for rw in ('randread', 'randwrite'):
+                    self.stages_job(mech, transport, rw)
+            last = self.metrics('%s-tcp-randwrite-after' % mech)
+            hooks = [(l['hook'], l['mechanism']) for n, l, v in last
+                     if n == 'nvmeof_exporter_bpf_hook_attached' and v == 1]
+            wrong = [h for h in hooks if mech in ('fentry', 'kprobe') and h[1] != mech or
+                     mech in ('tp_btf', 'raw_tp') and h[1] not in ('tp_btf', 'raw_tp')]
+            self.check(hooks and not wrong, '%s every attached hook uses %s' % (mech, mech), str(wrong))
+            self.collectors_ok(last, mech)
+        kernel = kernel_short(e['KERNEL'])
+        want = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'expected', 'probe-%s.txt' % kernel)
+        got = os.path.join(self.dir, 'probe.txt')
+        same = os.path.exists(want) and os.path.exists(got) and open(want).read() == open(got).read()
+        self.check(same, 'probe output equals %s' % os.path.relpath(want),
+                   'diff %s %s' % (want, got))
+        self.exporter_alive()

@@ -1,0 +1,53 @@
+# Scenario (e): NVMe-oF per-stage latency. Target and host of NVMe/RDMA and NVMe/TCP in this VM;
+# the exporter runs once per forced attach mechanism (MECHANISMS), and for each transport a fio
+# random read and a random write of a known number of I/Os run between two scrapes. The 16 KiB
+# writes exceed the 4 KiB in-capsule size, so the RDMA target pulls their data (RDMA READ).
+# The host checks (check.py scenario_stages) compare stage counts, sums and means with fio.
+. /opt/vm/lib.sh
+conf SCENARIO stages
+MECHANISMS=${MECHANISMS:-"fentry kprobe tp_btf"}
+IOS=${IOS:-4000}
+conf MECHANISMS "$MECHANISMS"
+conf IOS "$IOS"
+conf KERNEL "$(uname -r)"
+EXPORTER_START_TIMEOUT=180
+load_modules
+setup_net || die "network/rxe setup"
+setup_target rdma 1 4420 nqn.2024-01.io.nvmeof-exporter:vm-stages-rdma /dev/nullb0 || die "nvmet rdma"
+conf RDMA_NQN nqn.2024-01.io.nvmeof-exporter:vm-stages-rdma
+conf RDMA_PORTID 1
+setup_target tcp 2 4421 nqn.2024-01.io.nvmeof-exporter:vm-stages-tcp /dev/nullb1 || die "nvmet tcp"
+conf TCP_NQN nqn.2024-01.io.nvmeof-exporter:vm-stages-tcp
+conf TCP_PORTID 2
+connect rdma 4420 nqn.2024-01.io.nvmeof-exporter:vm-stages-rdma || die "nvme connect rdma"
+conf RDMA_CONTROLLER "$CTRL"
+conf RDMA_DEV "$DEV"
+RDMA_DEV=$DEV
+connect tcp 4421 nqn.2024-01.io.nvmeof-exporter:vm-stages-tcp || die "nvme connect tcp"
+conf TCP_CONTROLLER "$CTRL"
+conf TCP_DEV "$DEV"
+TCP_DEV=$DEV
+mark probe_start
+$EXPORTER probe --log.level=debug >"$R/probe.txt" 2>"$R/probe-debug.txt"
+echo "probe exit $?" >>"$R/probe.txt"
+mark probe_done
+for mech in $MECHANISMS; do
+	EXPORTER_ARGS="--bpf.mechanism=$mech --config.file=/opt/vm/stages.yml" start_exporter || die "exporter ($mech)"
+	for t in rdma tcp; do
+		eval dev=\$$(echo $t | tr a-z A-Z)_DEV
+		for rw in randread randwrite; do
+			bs=4k
+			[ $rw = randwrite ] && bs=16k
+			scrape "$mech-$t-$rw-before"
+			fio --name="$t-$rw" --filename="$dev" --rw=$rw --bs=$bs --direct=1 --ioengine=libaio \
+				--iodepth=16 --number_ios="$IOS" --size=256m --output-format=json \
+				--output="$R/fio-$mech-$t-$rw.json" || fail "fio $mech $t $rw"
+			scrape "$mech-$t-$rw-after"
+		done
+	done
+	stop_exporter
+	mv "$R/exporter.log" "$R/exporter-$mech.log"
+	mark "mechanism_${mech}_done"
+done
+EXPORTER_PID=
+finish
