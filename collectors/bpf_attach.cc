@@ -172,8 +172,10 @@ void PrintProbe(const Availability& availability, const AttachPlan& plan, std::o
     }
     std::ostringstream line;
     line << std::left << std::setw(32) << h.hook->name << std::setw(9)
-         << (h.chosen ? "ok" : h.waiting.empty() ? "missing" : "waiting") << std::setw(11)
-         << (h.chosen ? MechanismName(h.chosen->mechanism) : "-") << std::setw(10)
+         << (h.chosen            ? "ok"
+             : h.waiting.empty() ? "missing"
+                                 : "waiting")
+         << std::setw(11) << (h.chosen ? MechanismName(h.chosen->mechanism) : "-") << std::setw(10)
          << (h.hook->required ? "yes" : "no") << notes;
     std::string text = line.str();
     text.erase(text.find_last_not_of(' ') + 1);

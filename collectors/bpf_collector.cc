@@ -244,15 +244,15 @@ class BpfCollector : public Collector {
     const auto& bounds = layout_.bounds();
     for (const auto* family : {&stages, &totals}) {
       for (const auto& [labels, h] : *family) {
-        out.Histogram(family == &stages ? "nvmeof_stage_latency_seconds"
-                                        : "nvmeof_command_latency_seconds",
-                      family == &stages ? kHelpNvStage : kHelpNvTotal, labels, bounds,
-                      layout_.Cumulative(h.buckets), h.count,
-                      static_cast<double>(h.sum_ns) / 1e9);
+        out.Histogram(
+            family == &stages ? "nvmeof_stage_latency_seconds" : "nvmeof_command_latency_seconds",
+            family == &stages ? kHelpNvStage : kHelpNvTotal, labels, bounds,
+            layout_.Cumulative(h.buckets), h.count, static_cast<double>(h.sum_ns) / 1e9);
       }
     }
     constexpr std::string_view kLost = kHelpLost;
-    out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "nvmeof_inflight_full"}},
+    out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost,
+                {{"reason", "nvmeof_inflight_full"}},
                 static_cast<double>(snap.counters[NVMEOF_NCTR_INFLIGHT_FULL]));
     out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "nvmeof_map_full"}},
                 static_cast<double>(snap.counters[NVMEOF_NCTR_MAP_FULL]));

@@ -141,11 +141,15 @@ const std::vector<HookSpec>& NvmeofHooks() {
 namespace {
 
 // The stage that ends at each point (index = point); [0] has none.
-constexpr std::string_view kHostStages[NVMEOF_HP_COUNT] = {
-    "",             "block_submit", "driver_submit", "command_send",
-    "target_and_response", "host_receive", "block_complete"};
-constexpr std::string_view kTargetStages[NVMEOF_TP_COUNT] = {
-    "", "receive", "data_transfer", "submit", "storage", "response"};
+constexpr std::string_view kHostStages[NVMEOF_HP_COUNT] = {"",
+                                                           "block_submit",
+                                                           "driver_submit",
+                                                           "command_send",
+                                                           "target_and_response",
+                                                           "host_receive",
+                                                           "block_complete"};
+constexpr std::string_view kTargetStages[NVMEOF_TP_COUNT] = {"",       "receive", "data_transfer",
+                                                             "submit", "storage", "response"};
 
 }  // namespace
 
@@ -227,14 +231,17 @@ AttachPlan PlanNvmeof(const CollectorOptions& options, const std::string& btf_pa
       waiting.push_back(&h);
     }
   }
-  KernelProber prober(options.paths, [&](const Variant& v, std::string* error) {
-    Skeleton<nvmeof_bpf> trial = OpenNvmeof(btf_path, options.bpf, error);
-    if (!trial) return -EINVAL;
-    bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
-    bpf_map__set_max_entries(trial->maps.nv_hists, 1);
-    bpf_map__set_max_entries(trial->maps.nv_names, 1);
-    return LoadAndAttach(trial->skeleton, {v.program}, error);
-  }, share_trials);
+  KernelProber prober(
+      options.paths,
+      [&](const Variant& v, std::string* error) {
+        Skeleton<nvmeof_bpf> trial = OpenNvmeof(btf_path, options.bpf, error);
+        if (!trial) return -EINVAL;
+        bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
+        bpf_map__set_max_entries(trial->maps.nv_hists, 1);
+        bpf_map__set_max_entries(trial->maps.nv_names, 1);
+        return LoadAndAttach(trial->skeleton, {v.program}, error);
+      },
+      share_trials);
   AttachPlan plan = PlanAttach(candidates, forced, prober);
   // PlanAttach points into `candidates`; repoint at the static table.
   for (auto& hp : plan.hooks) {

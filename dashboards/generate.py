@@ -190,10 +190,11 @@ def latency():
                 [(f"histogram_quantile(0.50, sum by (stage, le) (rate(nvmeof_stage_latency_seconds_bucket{{{sel}}}[{RI}])))",
                   "{{stage}}")])
         d.panel("timeseries", f"{who}: mean time per command by stage (stacked)",
-                f"Mean time of each {role} stage, stacked: the stages add up to the {role}'s "
-                "end-to-end mean, so the breakdown shows where a command's time goes.", "s",
+                f"Time per command in each {role} stage (stage time / commands timed end to end), "
+                f"stacked: the stages add up to the {role}'s end-to-end mean, also where a command "
+                "may skip a point (RDMA send completion after the response).", "s",
                 [(f"sum by (stage) (rate(nvmeof_stage_latency_seconds_sum{{{sel}}}[{RI}])) / "
-                  f"sum by (stage) (rate(nvmeof_stage_latency_seconds_count{{{sel}}}[{RI}]))",
+                  f"ignoring (stage) group_left sum(rate(nvmeof_command_latency_seconds_count{{{sel}}}[{RI}]))",
                   "{{stage}}")], stack=True)
         d.panel("timeseries", f"{who} queue depth by stage (Little's law)",
                 "Average number of commands inside each stage: arrival rate x mean time = "
@@ -218,7 +219,7 @@ def latency():
                       "{{instance}} {{subsystem}} {{op}}")])
     d.panel("timeseries", "Network estimate",
             "Host mean 'network and target' (posted to response received) minus the target's "
-            "mean residence for the same subsystem NQN: the network both ways plus what the "
+            "mean residence (received to nvmet_req_complete) for the same subsystem NQN: the network both ways plus what the "
             "target does before its first and after its last hook. Needs the recording rules "
             "of deploy/prometheus and both exporters in the same Prometheus.", "s",
             [('nvmeof:network_estimate_seconds:mean_5m{instance=~"$instance", '
@@ -226,7 +227,7 @@ def latency():
              ('nvmeof:host_network_and_target_seconds:mean_5m{instance=~"$instance", '
               'transport=~"$transport", op=~"$op"}',
               "host network+target {{instance}} {{subsysnqn}} {{op}}"),
-             ('nvmeof:target_command_latency_seconds:mean_5m{transport=~"$transport", '
+             ('nvmeof:target_residence_seconds:mean_5m{transport=~"$transport", '
               'subsystem=~"$subsystem", op=~"$op"}', "target {{subsysnqn}} {{op}}")], w=24)
     d.panel("heatmap", "Host end-to-end latency",
             "Distribution of host end-to-end latency over time (all selected devices).", "s",

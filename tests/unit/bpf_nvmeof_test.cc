@@ -127,8 +127,11 @@ TEST_F(BpfNvmeofCollectorTest, HostSeriesNamedByNamespaceAndController) {
       Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE, 100, 52000),
   };
   MetricSink sink = Collect(std::move(fake));
-  LabelMap host = {{"role", "host"},      {"transport", "rdma"}, {"op", "read"},
-                   {"device", "nvme0n1"}, {"controller", "nvme1"}};
+  LabelMap host = {{"role", "host"},
+                   {"transport", "rdma"},
+                   {"op", "read"},
+                   {"device", "nvme0n1"},
+                   {"controller", "nvme1"}};
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", host), 800);
   auto stages = Select(sink, "nvmeof_stage_latency_seconds", host);
   ASSERT_EQ(stages.size(), 4u);
@@ -192,8 +195,8 @@ TEST_F(BpfNvmeofCollectorTest, HooksOfLoadedModulesAreReported) {
   EXPECT_EQ(Value(sink, "nvmeof_exporter_bpf_hook_attached",
                   {{"hook", "nvmet_bdev_execute_rw"}, {"mechanism", "none"}}),
             0);
-  EXPECT_TRUE(Select(sink, "nvmeof_exporter_bpf_hook_attached", {{"hook", "nvme_setup_cmd"}})
-                  .empty());
+  EXPECT_TRUE(
+      Select(sink, "nvmeof_exporter_bpf_hook_attached", {{"hook", "nvme_setup_cmd"}}).empty());
 }
 
 TEST(NvmeofHooks, EveryHookHasFentryAndKprobeAndUniqueNames) {

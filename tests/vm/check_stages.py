@@ -9,9 +9,10 @@ The differences of the two scrapes are that fio job's commands; they are compare
     in favour of a wider one are counted together: command_send|target_and_response with
     network_and_target on the host);
   - the stage means add up to the end-to-end mean within 5%;
-  - the host's end-to-end mean is fio's completion latency (clat) within 10%;
-  - the host's network-and-target mean exceeds the target's end-to-end mean (the network
-    estimate of the recording rule nvmeof:network_estimate_seconds:mean5m is positive).
+  - the host's end-to-end mean lies between fio's completion latency (clat, from io_submit's
+    return) and its total latency (lat, from io_submit's start), within 10%;
+  - the host's network-and-target time per command exceeds the target's residence (received to
+    nvmet_req_complete): the network estimate of nvmeof:network_estimate_seconds:mean_5m > 0.
 The same count and sum checks run on the target side. probe.txt must equal the kept
 expectation tests/vm/expected/probe-<kernel>.txt.
 """
@@ -86,7 +87,7 @@ class StagesChecks:
         if not self.check(os.path.exists(path), '%s fio output present' % name) or not after:
             return
         job = json.load(open(path))['jobs'][0]['read' if rw == 'randread' else 'write']
-        ios, clat = job['total_ios'], job['clat_ns']['mean'] / 1e9
+        ios, clat, lat = job['total_ios'], job['clat_ns']['mean'] / 1e9, job['lat_ns']['mean'] / 1e9
         op = 'read' if rw == 'randread' else 'write'
         every = [v for n, _, v in after if n == 'nvmeof_exporter_bpf_sample_every']
         every = every[0] if every else 1
@@ -108,8 +109,16 @@ class StagesChecks:
             if not self.check(total is not None, '%s end-to-end histogram moved' % where):
                 continue
             count, tsum = total
-            self.within(count * every, ios, 0.01,
-                        '%s end-to-end count %d x sample_every %d ~ fio I/Os' % (where, count, every))
+            # Commands the programs could not record are counted (lost_events), not hidden.
+            lost = sum(self.counter_delta(before, after, 'nvmeof_exporter_bpf_lost_events_total',
+                                          {'reason': r}) for r in ('nvmeof_map_full', 'nvmeof_inflight_full'))
+            # A kprobe whose hit nests inside another kprobe's handler on the same CPU is skipped
+            # by the kernel (kprobe nmissed; vm-recipe measured 0.3-1% on busy functions), so a
+            # command can miss its last point: 2% below is allowed when kprobes are forced.
+            low = 0.98 if mech == 'kprobe' else 0.99
+            self.check(count * every <= ios * 1.01 and (count + lost) * every >= ios * low,
+                       '%s end-to-end count %d (+%d lost) x sample_every %d ~ fio\'s %d I/Os (%d%% below)'
+                       % (where, count, lost, every, ios, round((1 - low) * 100)))
             stages = self.hist_delta(before, after, 'nvmeof_stage_latency_seconds', labels, 'stage')
             want = expected_stages(mech, role, transport, kernel, op)
             missing = want - set(stages)
@@ -127,17 +136,25 @@ class StagesChecks:
             self.within(ssum / count, tsum / count, 0.05,
                         '%s stage means add up to the end-to-end mean %.1f us' % (where, tsum / count * 1e6))
             means[role] = tsum / count
+            if role == 'target':  # residence: up to nvmet_req_complete (the response is network)
+                means[role] = sum(s for st, (_, s) in stages.items() if 'response' not in st) / count
             if role == 'host':
-                self.within(tsum / count, clat, 0.10,
-                            '%s end-to-end mean ~ fio clat mean %.1f us' % (where, clat * 1e6))
+                # fio's clat starts when io_submit returns and its lat when io_submit starts; the
+                # kernel's end to end starts inside io_submit (request allocated) and ends before
+                # fio reaps the completion. NVMe/TCP sends the command inside io_submit.
+                mean = tsum / count
+                self.check(0.9 * clat <= mean <= 1.1 * lat,
+                           '%s end-to-end mean %.1f us within fio clat %.1f us .. lat %.1f us (+-10%%)'
+                           % (where, mean * 1e6, clat * 1e6, lat * 1e6))
                 net = [s for st, (_, s) in stages.items() if any(p in st for p in HOST_NETWORK)]
                 means['network'] = sum(net) / count if net else 0
             print('info %s: %s' % (where, ', '.join(
                 '%s=%.1fus' % (st, s / c * 1e6) for st, (c, s) in sorted(stages.items()))))
         if 'network' in means and 'target' in means:
             self.check(means['network'] > means['target'] > 0,
-                       '%s host network_and_target mean %.1f us > target end-to-end mean %.1f us'
-                       % (name, means['network'] * 1e6, means['target'] * 1e6))
+                       '%s host network_and_target mean %.1f us > target residence %.1f us '
+                       '(network estimate %.1f us > 0)' % (name, means['network'] * 1e6, means['target'] * 1e6,
+                                                          (means['network'] - means['target']) * 1e6))
 
     def scenario_stages(self):
         e = self.env
@@ -158,4 +175,3 @@ class StagesChecks:
         same = os.path.exists(want) and os.path.exists(got) and open(want).read() == open(got).read()
         self.check(same, 'probe output equals %s' % os.path.relpath(want),
                    'diff %s %s' % (want, got))
-        self.exporter_alive()
