@@ -1,27 +1,34 @@
 #!/usr/bin/env python3
-"""Synthetic NVMe-oF stage-latency series, in OpenMetrics, for `promtool tsdb create-blocks-from
-openmetrics`. SYNTHETIC: they stand in for what the VM scenarios' host and target exporters will
-produce (issue 5: nvmeof_stage_latency_seconds, nvmeof_command_latency_seconds,
-nvmeof_commands_total) until those scenarios feed the e2e test for real. Everything else in the
-e2e test comes from a live scrape of the real exporter.
+"""NVMe-oF stage-latency series in OpenMetrics, for `promtool tsdb create-blocks-from openmetrics`.
 
-Shape (DESIGN.md "stage model"): a host exporter (role="host", per namespace device and
-controller) and a target exporter (role="target", per subsystem NQN and port), NVMe/RDMA and
-NVMe/TCP, reads and writes, log-normal stage latencies with realistic means. Two windows of
-samples: a day ago (for the latency-regression alerts' `offset 1d`) and the last 10 minutes
-(dense at the end, for 1-minute rate windows). On day 2 the target's storage stage of writes to
-the ssd-pool subsystem is 2.5x slower (a degraded drive), which the host sees in its "network
-and target" stage: the latency-regression alerts must find it.
+Two sources, one output file:
+- REAL (--vm-replay FILE): a /metrics scrape the VM suite's `stages` scenario took from the real
+  exporter on Debian 6.12 (tests/fixtures/vm-stages/), replayed as counters that grow linearly
+  to the scraped values over the last 10 minutes, under --vm-instance, with every 4th bucket
+  bound (what the exporter exports with bpf.buckets set to those bounds). Every dashboard and
+  rule query must work on these.
+- SYNTHETIC (clearly a stand-in, kept for what one VM run cannot show): a host exporter and a
+  target exporter over two days in which the target's storage stage of writes to the ssd-pool
+  subsystem gets 2.5x slower (a degraded drive), which the host sees in its "network and target"
+  stage: the latency-regression alerts must find it, and the network estimate must come out at
+  the known NETWORK_US.
+
+Synthetic shape (DESIGN.md "stage model"): per namespace device and controller (host) and per
+subsystem NQN and port (target), NVMe/RDMA and NVMe/TCP, reads and writes, log-normal stage
+latencies with realistic means; samples a day ago (for `offset 1d`) and in the last 10 minutes
+(dense at the end, for 1-minute rate windows).
 
 python3 stdlib only. Usage:
   synthetic_nvmeof.py --end EPOCH --out FILE --host-instance H --target-instance T
       [--job nvmeof] [--topology METRICS_TEXT] [--with-bpf]
+      [--vm-replay SCRAPE(.gz) --vm-instance I]
 --topology: an exporter /metrics text whose nvmeof_namespace_info series are copied to the host
 instance (the host's namespaces: what the network-estimate rule joins on).
 --with-bpf: also emit eBPF self-metrics and block-layer histograms for the host instance (only
 used when the exporter under test was built without the bpf collector).
 """
 import argparse
+import gzip
 import math
 import re
 
@@ -206,6 +213,8 @@ def main():
     ap.add_argument("--job", default="nvmeof")
     ap.add_argument("--topology")
     ap.add_argument("--with-bpf", action="store_true")
+    ap.add_argument("--vm-replay")
+    ap.add_argument("--vm-instance", default="vm-stages:10420")
     args = ap.parse_args()
     ts = timestamps(args.end)
     stage, command, commands = build(args)
@@ -229,9 +238,49 @@ def main():
         gauge_family(out, "nvmeof_namespace_info", rows, ts)
     if args.with_bpf:
         emit_bpf(out, inst[0], args, ts)
+    if args.vm_replay:
+        replay(out, args, ts)
     out.append("# EOF")
     with open(args.out, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def replay(out, args, ts):
+    """The real VM scrape: counters (and histogram parts) ramp from 0 to the scraped value over
+    each window (a restart between them), gauges stay."""
+    opener = gzip.open if args.vm_replay.endswith(".gz") else open
+    families = {}
+    for line in opener(args.vm_replay, "rt"):
+        m = re.match(r"([a-zA-Z_:][\w:]*)\{(.*)\} (\S+)$", line.strip())
+        if not m:
+            continue
+        name, labels, value = m.group(1), m.group(2), float(m.group(3))
+        le = re.search(r'(?:^|,)le="([^"]+)"', labels)
+        # Every 4th bound, as the exporter itself exports with bpf.buckets set to those bounds
+        # (cumulative counts at a bound do not depend on the other bounds); 4x less to backfill.
+        if le and le.group(1) != "+Inf" and not any(abs(float(le.group(1)) - b) < 1e-12 + b * 1e-6
+                                                    for b in BOUNDS):
+            continue
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        kind = ("histogram" if base != name and base.endswith("_seconds") else
+                "counter" if name.endswith("_total") else "gauge")
+        family = base if kind == "histogram" else name[:-6] if kind == "counter" else name
+        lab = "{%s,instance=\"%s\",job=\"%s\"}" % (labels, args.vm_instance, args.job)
+        families.setdefault((family, kind), []).append((name, lab, value))
+    day_start, day_end = args.end - DAY - 12 * 60, args.end - DAY + 3 * 60
+    now_start = args.end - 10 * 60
+
+    def frac(t):
+        lo, hi = (day_start, day_end) if t < now_start else (now_start, args.end)
+        return max(0.0, min(1.0, (t - lo) / (hi - lo)))
+
+    ts = [t for t in ts if t >= now_start]  # panels look at now; regression rules use synthetic
+    for (family, kind), rows in families.items():
+        out.append(f"# TYPE {family} {kind}")
+        for name, lab, value in rows:
+            for t in ts:
+                v = value if kind == "gauge" else value * frac(t)
+                out.append(f"{name}{lab} {v:.9g} {t:.3f}")
 
 
 def emit_bpf(out, inst, args, ts):

@@ -241,6 +241,25 @@ class Checker(StagesChecks):
         self.target(target_only, 'target-only')
         self.expect_none(target_only, 'target-only', 'nvmeof_controller_info')
         self.io_scenario(rdma_io=self.env.get('TRANSPORT') == 'rdma')
+        # NVMe-oF stage hooks: none before the modules, attached once they loaded, and both
+        # roles' commands counted and timed through the I/O.
+        self.expect_none(empty, 'no-modules', 'nvmeof_commands_total')
+        hooks = [s for s in self.find(empty, 'nvmeof_exporter_bpf_hook_attached')
+                 if s[1]['hook'].startswith(('nvme_', 'nvmet_'))]
+        self.check(not hooks, 'no-modules: no NVMe-oF hook listed before its module loads', str(hooks[:3]))
+        after = self.metrics('after-io')
+        for hook in ('nvme_setup_cmd', 'nvme_complete_rq', 'nvme_rq_end', 'nvmet_req_init', 'nvmet_req_complete'):
+            self.expect_one(after, 'after-io', 'nvmeof_exporter_bpf_hook_attached', 1.0, hook=hook)
+        fio = json.load(open(os.path.join(self.dir, 'fio-io.json')))['jobs'][0]
+        ios = fio['read']['total_ios'] + fio['write']['total_ios']
+        before = self.metrics('before-io')
+        for role in ('host', 'target'):
+            n = sum(v for name, l, v in after if name == 'nvmeof_commands_total' and l['role'] == role) - \
+                sum(v for name, l, v in before if name == 'nvmeof_commands_total' and l['role'] == role)
+            self.check(abs(n - ios) <= 0.01 * ios, 'hot-loaded %s hooks counted fio\'s %d I/Os' % (role, ios),
+                       'counted %d' % n)
+            timed = [s for s in self.find(after, 'nvmeof_command_latency_seconds_count', role=role) if s[2] > 0]
+            self.check(bool(timed), 'hot-loaded %s commands are timed' % role)
         pids = open(os.path.join(self.dir, 'exporter.pid')).read().split() if os.path.exists(
             os.path.join(self.dir, 'exporter.pid')) else []
         self.check(len(pids) == 1, 'one exporter process served the whole run', str(pids))
