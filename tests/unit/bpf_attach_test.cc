@@ -204,11 +204,27 @@ TEST(BpfProbeOutputTest, Table) {
   PrintProbe({true, "ok", ""}, plan, out);
   EXPECT_EQ(out.str(),
             "bpf: available (ok)\n"
-            "HOOK                  STATUS   MECHANISM  REQUIRED  NOTES\n"
-            "submit                ok       kprobe     yes       fentry: load: EPERM\n"
-            "middle                missing  -          no        fentry: no BTF for somemod; "
-            "kprobe: no kprobe support\n"
+            "HOOK                            STATUS   MECHANISM  REQUIRED  NOTES\n"
+            "submit                          ok       kprobe     yes       fentry: load: EPERM\n"
+            "middle                          missing  -          no        fentry: no BTF for "
+            "somemod; kprobe: no kprobe support\n"
             "result: ok\n");
+}
+
+TEST(BpfProbeOutputTest, HooksWaitingForTheirModuleDoNotFailTheResult) {
+  FakeProber prober;
+  AttachPlan plan = PlanAttach(TestHooks(), std::nullopt, prober);
+  plan.hooks[0].chosen.reset();  // "submit" is required
+  plan.hooks[0].waiting = "module nvme_core not loaded";
+  EXPECT_TRUE(plan.RequiredOk());
+  std::ostringstream out;
+  PrintProbe({true, "ok", ""}, plan, out);
+  EXPECT_NE(out.str().find("submit                          waiting  -          yes       "
+                           "module nvme_core not loaded\n"),
+            std::string::npos)
+      << out.str();
+  plan.hooks[0].waiting.clear();
+  EXPECT_FALSE(plan.RequiredOk());
 }
 
 TEST(BpfProbeOutputTest, Unavailable) {

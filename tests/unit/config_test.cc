@@ -55,6 +55,7 @@ bpf:
   buckets: [0.00001, 0.0001, 0.001]
   enable_stats: true
   block_devices: {exclude: "loop.*"}
+  size_classes: true
 )",
                               "test.yml", &o, &error))
       << error;
@@ -68,6 +69,7 @@ bpf:
   EXPECT_EQ(o.collector.bpf.buckets.size(), 3u);
   EXPECT_TRUE(o.collector.bpf.enable_stats);
   EXPECT_FALSE(o.collector.bpf.block_devices.Allows("loop0"));
+  EXPECT_TRUE(o.collector.bpf.size_classes);
 }
 
 TEST(Config, YamlErrorsNameTheKey) {
@@ -76,6 +78,8 @@ TEST(Config, YamlErrorsNameTheKey) {
   ASSERT_TRUE(Parse({}, &o, &error));
   EXPECT_FALSE(ApplyConfigYaml("rdma: {device: {}}", "c.yml", &o, &error));
   EXPECT_NE(error.find("c.yml: rdma.device: unknown key"), std::string::npos) << error;
+  EXPECT_FALSE(ApplyConfigYaml("bpf: {size_classes: sometimes}", "c.yml", &o, &error));
+  EXPECT_NE(error.find("bpf.size_classes"), std::string::npos) << error;
   EXPECT_FALSE(ApplyConfigYaml("bpf: {mechanism: [1]}", "c.yml", &o, &error));
   EXPECT_NE(error.find("bpf.mechanism: expected a string"), std::string::npos) << error;
   EXPECT_FALSE(ApplyConfigYaml("- a\n- b\n", "c.yml", &o, &error));
