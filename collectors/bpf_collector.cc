@@ -1,5 +1,6 @@
 #include "collectors/bpf_collector.h"
 
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -191,14 +192,22 @@ class BpfCollector : public Collector {
     std::map<Labels, HistSum> stages, totals, commands;
     std::map<std::uint64_t, std::string> names(snap.names.begin(), snap.names.end());
     std::map<std::uint64_t, std::optional<HostIdentity>> hosts;
+    std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began
+    const bool have_nvmet = IsDir(options_.paths.configfs + "/nvmet/subsystems");
     for (const auto& s : snap.series) {
       const auto& k = s.key;
       Labels labels;
       std::string transport;
       if (k.role == NVMEOF_ROLE_HOST) {
+        auto name = names.find(k.id);
+        if (name != names.end() && !name->second.empty() &&
+            name->second.find('/') == std::string::npos &&
+            !Exists(options_.paths.sysfs + "/block/" + name->second)) {
+          gone.push_back(k.id);  // not an error: the disk went away (disconnect)
+          continue;
+        }
         auto it = hosts.find(k.id);
         if (it == hosts.end()) {
-          auto name = names.find(k.id);
           it = hosts.emplace(k.id, name == names.end() ? std::nullopt : Identify(name->second))
                    .first;
         }
@@ -216,6 +225,11 @@ class BpfCollector : public Collector {
         auto nqn = names.find(k.id);
         if (nqn == names.end() || nqn->second.empty()) {
           out.Skip();
+          continue;
+        }
+        if (have_nvmet && nqn->second.find('/') == std::string::npos &&
+            !Exists(options_.paths.configfs + "/nvmet/subsystems/" + nqn->second)) {
+          gone.push_back(k.id);  // the subsystem was deleted
           continue;
         }
         transport = TransportName(k.trtype);
@@ -238,6 +252,9 @@ class BpfCollector : public Collector {
       sum.sum_ns += s.hist.sum_ns;
       for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b) sum.buckets[b] += s.hist.buckets[b];
     }
+    std::sort(gone.begin(), gone.end());
+    gone.erase(std::unique(gone.begin(), gone.end()), gone.end());
+    nvmeof_.source->Forget(gone);
     for (const auto& [labels, c] : commands) {
       out.Counter("nvmeof_commands_total", kHelpNvCommands, labels, static_cast<double>(c.count));
     }

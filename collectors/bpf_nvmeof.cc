@@ -273,6 +273,21 @@ class KernelNvmeofSource : public NvmeofSource {
 
   const AttachPlan& Plan() const override { return plan_; }
 
+  void Forget(const std::vector<std::uint64_t>& ids) override {
+    if (ids.empty()) return;
+    int fd = bpf_map__fd(maps_->maps.nv_hists);
+    std::vector<nvmeof_series> doomed;
+    nvmeof_series key{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      key = next;
+      prev = &key;
+      if (std::find(ids.begin(), ids.end(), key.id) != ids.end()) doomed.push_back(key);
+    }
+    for (const auto& k : doomed) bpf_map_delete_elem(fd, &k);
+    for (std::uint64_t id : ids) bpf_map_delete_elem(bpf_map__fd(maps_->maps.nv_names), &id);
+  }
+
   bool Read(NvmeofSnapshot* out) override {
     Refresh();
     if (ncpus_ <= 0) return false;

@@ -48,6 +48,9 @@ class NvmeofSource {
   virtual bool Read(NvmeofSnapshot* out) = 0;
   // Hooks whose module is loaded (or that need none), with the mechanism each one uses.
   virtual const AttachPlan& Plan() const = 0;
+  // Drops the series (and name) of these ids: disks and subsystems that are gone, so their
+  // addresses can be reused by new ones without inheriting their name or counts.
+  virtual void Forget(const std::vector<std::uint64_t>& ids) = 0;
 };
 
 struct NvmeofLoad {

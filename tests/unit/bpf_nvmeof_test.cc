@@ -62,6 +62,10 @@ class FakeNvmeof : public NvmeofSource {
     return true;
   }
   const AttachPlan& Plan() const override { return plan; }
+  void Forget(const std::vector<std::uint64_t>& ids) override {
+    forgotten.insert(forgotten.end(), ids.begin(), ids.end());
+  }
+  std::vector<std::uint64_t> forgotten;
 };
 
 class BpfNvmeofCollectorTest : public ScratchTree {
@@ -165,18 +169,40 @@ TEST_F(BpfNvmeofCollectorTest, TargetSeriesCarrySubsystemNqnAndPort) {
   EXPECT_EQ(Select(sink, "nvmeof_stage_latency_seconds", target).size(), 1u);
 }
 
-TEST_F(BpfNvmeofCollectorTest, UnnamedOrVanishedDisksAreSkippedNotGuessed) {
+TEST_F(BpfNvmeofCollectorTest, UnnamedDisksAreSkippedNotGuessed) {
   auto fake = std::make_unique<FakeNvmeof>();
-  fake->snap.names = {{kDisk + 1, "nvme9c9n9"}, {kDisk + 2, "../../etc"}};  // gone; hostile
+  fake->snap.names = {{kDisk + 2, "../../etc"}};  // hostile
   fake->snap.series = {
-      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),      // no name at all
-      Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // not in sysfs
+      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // no name at all
       Series(kDisk + 2, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
       Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // NQN not known yet
   };
+  auto* f = fake.get();
   MetricSink sink = Collect(std::move(fake));
   EXPECT_TRUE(Select(sink, "nvmeof_commands_total").empty());
-  EXPECT_EQ(sink.skipped(), 4u);
+  EXPECT_EQ(sink.skipped(), 3u);
+  EXPECT_TRUE(f->forgotten.empty());
+}
+
+TEST_F(BpfNvmeofCollectorTest, VanishedDisksAndSubsystemsAreForgotten) {
+  Write("kernel/config/nvmet/subsystems/nqn.live/attr_serial", "1\n");
+  options_.paths.configfs = root_ + "/kernel/config";
+  auto fake = std::make_unique<FakeNvmeof>();
+  fake->snap.names = {{kDisk, "nvme0c1n1"},
+                      {kDisk + 1, "nvme9c9n9"},
+                      {kSubsys, "nqn.live"},
+                      {kSubsys + 1, "nqn.deleted"}};
+  fake->snap.series = {
+      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
+      Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // disconnected
+      Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
+      Series(kSubsys + 1, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // deleted
+  };
+  auto* f = fake.get();
+  MetricSink sink = Collect(std::move(fake));
+  EXPECT_EQ(Select(sink, "nvmeof_commands_total").size(), 2u);
+  EXPECT_EQ(sink.skipped(), 0u);
+  EXPECT_EQ(f->forgotten, (std::vector<std::uint64_t>{kDisk + 1, kSubsys + 1}));
 }
 
 TEST_F(BpfNvmeofCollectorTest, HooksOfLoadedModulesAreReported) {
