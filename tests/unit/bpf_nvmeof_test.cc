@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <set>
 
 #include "collectors/bpf_collector.h"
@@ -63,9 +64,11 @@ class FakeNvmeof : public NvmeofSource {
   }
   const AttachPlan& Plan() const override { return plan; }
   void Forget(const std::vector<std::uint64_t>& ids) override {
-    forgotten.insert(forgotten.end(), ids.begin(), ids.end());
+    forgotten->insert(forgotten->end(), ids.begin(), ids.end());
   }
-  std::vector<std::uint64_t> forgotten;
+  // Shared: the collector (and this fake) is gone when the test looks.
+  std::shared_ptr<std::vector<std::uint64_t>> forgotten =
+      std::make_shared<std::vector<std::uint64_t>>();
 };
 
 class BpfNvmeofCollectorTest : public ScratchTree {
@@ -177,11 +180,11 @@ TEST_F(BpfNvmeofCollectorTest, UnnamedDisksAreSkippedNotGuessed) {
       Series(kDisk + 2, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
       Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // NQN not known yet
   };
-  auto* f = fake.get();
+  auto forgotten = fake->forgotten;
   MetricSink sink = Collect(std::move(fake));
   EXPECT_TRUE(Select(sink, "nvmeof_commands_total").empty());
   EXPECT_EQ(sink.skipped(), 3u);
-  EXPECT_TRUE(f->forgotten.empty());
+  EXPECT_TRUE(forgotten->empty());
 }
 
 TEST_F(BpfNvmeofCollectorTest, VanishedDisksAndSubsystemsAreForgotten) {
@@ -198,11 +201,11 @@ TEST_F(BpfNvmeofCollectorTest, VanishedDisksAndSubsystemsAreForgotten) {
       Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
       Series(kSubsys + 1, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // deleted
   };
-  auto* f = fake.get();
+  auto forgotten = fake->forgotten;
   MetricSink sink = Collect(std::move(fake));
   EXPECT_EQ(Select(sink, "nvmeof_commands_total").size(), 2u);
   EXPECT_EQ(sink.skipped(), 0u);
-  EXPECT_EQ(f->forgotten, (std::vector<std::uint64_t>{kDisk + 1, kSubsys + 1}));
+  EXPECT_EQ(*forgotten, (std::vector<std::uint64_t>{kDisk + 1, kSubsys + 1}));
 }
 
 TEST_F(BpfNvmeofCollectorTest, HooksOfLoadedModulesAreReported) {
