@@ -155,6 +155,19 @@ Availability CheckBpfAvailable(const Paths& paths, const BpfOptions& options) {
   return a;
 }
 
+Availability PrepareBpfLoad(const CollectorOptions& options, std::optional<Mechanism>* forced,
+                            std::string* btf_path) {
+  Availability a = CheckBpfAvailable(options.paths, options.bpf);
+  if (!a.ok) return a;
+  if (!ParseMechanism(options.bpf.mechanism, forced)) {
+    return {false, "load_failed", "unknown bpf.mechanism \"" + options.bpf.mechanism + "\""};
+  }
+  struct utsname u {};
+  uname(&u);
+  *btf_path = ResolveBtfPath(options.bpf.btf_path, u.release);
+  return a;
+}
+
 void PrintProbe(const Availability& availability, const AttachPlan& plan, std::ostream& out) {
   out << "bpf: " << (availability.ok ? "available" : "unavailable") << " (" << availability.reason
       << ")";

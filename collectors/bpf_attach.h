@@ -81,6 +81,12 @@ struct Availability {
 // <sysfs>/kernel/security/lockdown, BTF from <sysfs>/kernel/btf/vmlinux or `btf_path`.
 Availability CheckBpfAvailable(const Paths& paths, const BpfOptions& options);
 
+// The common start of loading a BPF collector part: is BPF usable, which mechanism is forced
+// (bpf.mechanism), which BTF file CO-RE uses. !ok: the result says why (load_failed for an
+// unknown mechanism).
+Availability PrepareBpfLoad(const CollectorOptions& options, std::optional<Mechanism>* forced,
+                            std::string* btf_path);
+
 // The BTF file CO-RE should use: "" for the running kernel's own; else options.btf_path, or
 // for a directory <dir>/vmlinux, <dir>/<release>.btf or <dir>/<release>/vmlinux.
 std::string ResolveBtfPath(const std::string& btf_path, std::string_view kernel_release);

@@ -1,7 +1,5 @@
 #include "collectors/bpf_block.h"
 
-#include <sys/utsname.h>
-
 #include <cstdio>
 #include <sstream>
 
@@ -160,34 +158,18 @@ class KernelBlockSource : public BlockSource {
   int ncpus_;
 };
 
-Skeleton<block_bpf> OpenBlock(const std::string& btf_path, std::string* error) {
-  LIBBPF_OPTS(bpf_object_open_opts, opts);
-  if (!btf_path.empty()) opts.btf_custom_path = btf_path.c_str();
-  Skeleton<block_bpf> skel(block_bpf::open(&opts));
-  if (!skel) *error = "open: " + ErrnoName(errno);
-  return skel;
-}
-
 }  // namespace
 
 BlockLoad LoadBlock(const CollectorOptions& options, bool plan_only) {
   InstallLibbpfLogger();
   BlockLoad load;
-  load.availability = CheckBpfAvailable(options.paths, options.bpf);
+  std::optional<Mechanism> forced;
+  std::string btf_path;
+  load.availability = PrepareBpfLoad(options, &forced, &btf_path);
   if (!load.availability.ok) return load;
 
-  std::optional<Mechanism> forced;
-  if (!ParseMechanism(options.bpf.mechanism, &forced)) {
-    load.availability = {false, "load_failed",
-                         "unknown bpf.mechanism \"" + options.bpf.mechanism + "\""};
-    return load;
-  }
-  struct utsname u {};
-  uname(&u);
-  const std::string btf_path = ResolveBtfPath(options.bpf.btf_path, u.release);
-
   KernelProber prober(options.paths, [&](const Variant& v, std::string* error) {
-    Skeleton<block_bpf> trial = OpenBlock(btf_path, error);
+    Skeleton<block_bpf> trial = OpenSkeleton<block_bpf>(btf_path, error);
     if (!trial) return -EINVAL;
     return LoadAndAttach(trial->skeleton, {v.program}, error);
   });
@@ -208,7 +190,7 @@ BlockLoad LoadBlock(const CollectorOptions& options, bool plan_only) {
   if (plan_only) return load;
 
   std::string error;
-  Skeleton<block_bpf> skel = OpenBlock(btf_path, &error);
+  Skeleton<block_bpf> skel = OpenSkeleton<block_bpf>(btf_path, &error);
   if (skel) {
     skel->rodata->sample_every = options.bpf.sample_every ? options.bpf.sample_every : 1;
     skel->rodata->issue_hooked = load.plan.Find(kHookBlockIssue)->chosen.has_value();

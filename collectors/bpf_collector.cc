@@ -53,6 +53,19 @@ std::string_view TransportName(std::uint8_t trtype) {
   }
 }
 
+// Run counts and CPU time per program; only while BPF stats are on (else they stand still).
+void EmitProgramRuns(const std::vector<ProgramRun>& programs, MetricSink& out) {
+  for (const auto& p : programs) {
+    Labels labels = {{"hook", p.hook}, {"mechanism", std::string(MechanismName(p.mechanism))}};
+    out.Counter("nvmeof_exporter_bpf_program_runs_total",
+                "Runs of the eBPF program (while BPF stats are enabled: bpf.enable_stats).", labels,
+                static_cast<double>(p.stats.run_count));
+    out.Counter("nvmeof_exporter_bpf_program_run_seconds_total",
+                "CPU time spent in the eBPF program (while BPF stats are enabled).", labels,
+                static_cast<double>(p.stats.run_time_ns) / 1e9);
+  }
+}
+
 // Sums of series that get the same labels (e.g. stage spans that name the same stage).
 struct HistSum {
   std::uint64_t count = 0;
@@ -164,16 +177,7 @@ class BpfCollector : public Collector {
     out.Gauge("nvmeof_exporter_bpf_inflight_capacity",
               "Entries of the in-flight table (4-way set associative).", {},
               static_cast<double>(snap.inflight_capacity));
-    if (!snap.program_run_stats) return;  // counters frozen: not a real 0
-    for (const auto& p : snap.programs) {
-      Labels labels = {{"hook", p.hook}, {"mechanism", std::string(MechanismName(p.mechanism))}};
-      out.Counter("nvmeof_exporter_bpf_program_runs_total",
-                  "Runs of the eBPF program (while BPF stats are enabled: bpf.enable_stats).",
-                  labels, static_cast<double>(p.stats.run_count));
-      out.Counter("nvmeof_exporter_bpf_program_run_seconds_total",
-                  "CPU time spent in the eBPF program (while BPF stats are enabled).", labels,
-                  static_cast<double>(p.stats.run_time_ns) / 1e9);
-    }
+    if (snap.program_run_stats) EmitProgramRuns(snap.programs, out);  // else frozen, not 0
   }
 
   // NVMe-oF stages: hooks (of loaded modules), commands, stage and end-to-end histograms.
@@ -273,17 +277,7 @@ class BpfCollector : public Collector {
                 static_cast<double>(snap.counters[NVMEOF_NCTR_INFLIGHT_FULL]));
     out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "nvmeof_map_full"}},
                 static_cast<double>(snap.counters[NVMEOF_NCTR_MAP_FULL]));
-    if (snap.program_run_stats) {
-      for (const auto& p : snap.programs) {
-        Labels labels = {{"hook", p.hook}, {"mechanism", std::string(MechanismName(p.mechanism))}};
-        out.Counter("nvmeof_exporter_bpf_program_runs_total",
-                    "Runs of the eBPF program (while BPF stats are enabled: bpf.enable_stats).",
-                    labels, static_cast<double>(p.stats.run_count));
-        out.Counter("nvmeof_exporter_bpf_program_run_seconds_total",
-                    "CPU time spent in the eBPF program (while BPF stats are enabled).", labels,
-                    static_cast<double>(p.stats.run_time_ns) / 1e9);
-      }
-    }
+    if (snap.program_run_stats) EmitProgramRuns(snap.programs, out);
     return true;
   }
 

@@ -1,5 +1,5 @@
-// The `bpf` collector: eBPF stage latency histograms (block layer, NVMe-oF host and target), plus the facts of
-// the attach layer as self-metrics, and the `nvmeof_exporter probe` subcommand.
+// The `bpf` collector: eBPF stage latency histograms (block layer, NVMe-oF host and target), plus
+// the facts of the attach layer as self-metrics, and the `nvmeof_exporter probe` subcommand.
 #pragma once
 
 #include <memory>

@@ -5,6 +5,7 @@
 
 #include <bpf/libbpf.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -68,6 +69,17 @@ void InstallLibbpfLogger();
 
 // "EPERM" for EPERM: short, bounded reasons for the probe table.
 std::string ErrnoName(int err);
+
+// Opens skeleton S (bpftool's S::open) with CO-RE against `btf_path` ("" = the running
+// kernel's BTF); empty with *error set on failure.
+template <typename S>
+Skeleton<S> OpenSkeleton(const std::string& btf_path, std::string* error) {
+  LIBBPF_OPTS(bpf_object_open_opts, opts);
+  if (!btf_path.empty()) opts.btf_custom_path = btf_path.c_str();
+  Skeleton<S> skel(S::open(&opts));
+  if (!skel) *error = "open: " + ErrnoName(errno);
+  return skel;
+}
 
 // Enables exactly `programs` (by name) of an opened skeleton, loads it and attaches them,
 // storing the links in the skeleton so destroy() detaches them. Returns 0 or -errno with

@@ -1,7 +1,5 @@
 #include "collectors/bpf_nvmeof.h"
 
-#include <sys/utsname.h>
-
 #include <algorithm>
 #include <cerrno>
 
@@ -204,13 +202,8 @@ namespace {
 
 Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& bpf,
                                 std::string* error) {
-  LIBBPF_OPTS(bpf_object_open_opts, opts);
-  if (!btf_path.empty()) opts.btf_custom_path = btf_path.c_str();
-  Skeleton<nvmeof_bpf> skel(nvmeof_bpf::open(&opts));
-  if (!skel) {
-    *error = "open: " + ErrnoName(errno);
-    return skel;
-  }
+  Skeleton<nvmeof_bpf> skel = OpenSkeleton<nvmeof_bpf>(btf_path, error);
+  if (!skel) return skel;
   skel->rodata->sample_every = bpf.sample_every ? bpf.sample_every : 1;
   skel->rodata->size_classes = bpf.size_classes;
   return skel;
@@ -460,17 +453,10 @@ class KernelNvmeofSource : public NvmeofSource {
 NvmeofLoad LoadNvmeof(const CollectorOptions& options, bool plan_only) {
   InstallLibbpfLogger();
   NvmeofLoad load;
-  load.availability = CheckBpfAvailable(options.paths, options.bpf);
-  if (!load.availability.ok) return load;
   std::optional<Mechanism> forced;
-  if (!ParseMechanism(options.bpf.mechanism, &forced)) {
-    load.availability = {false, "load_failed",
-                         "unknown bpf.mechanism \"" + options.bpf.mechanism + "\""};
-    return load;
-  }
-  struct utsname u {};
-  uname(&u);
-  const std::string btf_path = ResolveBtfPath(options.bpf.btf_path, u.release);
+  std::string btf_path;
+  load.availability = PrepareBpfLoad(options, &forced, &btf_path);
+  if (!load.availability.ok) return load;
   if (plan_only) {
     load.plan = PlanNvmeof(options, btf_path, forced, {}, /*share_trials=*/false);
     return load;
