@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "collectors/sysfs.h"
 #include "exporter/log.h"
@@ -261,10 +265,26 @@ class KernelNvmeofSource : public NvmeofSource {
         maps_(std::move(maps)),
         stats_fd_(std::move(stats_fd)),
         ncpus_(libbpf_num_possible_cpus()) {
-    Refresh();
+    Refresh();  // what is loaded now is attached before the first scrape
+    watcher_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(stop_mu_);
+      while (!stop_cv_.wait_for(lock, kModulePoll, [this] { return stop_; })) Refresh();
+    });
   }
 
-  const AttachPlan& Plan() const override { return plan_; }
+  ~KernelNvmeofSource() override {
+    {
+      std::lock_guard<std::mutex> lock(stop_mu_);
+      stop_ = true;
+    }
+    stop_cv_.notify_all();
+    watcher_.join();  // before the skeletons go
+  }
+
+  AttachPlan Plan() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return plan_;
+  }
 
   void Forget(const std::vector<std::uint64_t>& ids) override {
     if (ids.empty()) return;
@@ -282,7 +302,6 @@ class KernelNvmeofSource : public NvmeofSource {
   }
 
   bool Read(NvmeofSnapshot* out) override {
-    Refresh();
     if (ncpus_ <= 0) return false;
     int fd = bpf_map__fd(maps_->maps.nv_hists);
     std::vector<nvmeof_hist> percpu(ncpus_);
@@ -319,6 +338,7 @@ class KernelNvmeofSource : public NvmeofSource {
       for (auto v : values) out->counters[i] += v;
     }
     out->program_run_stats = stats_fd_.valid() || BpfStatsSysctlEnabled(options_.paths);
+    std::lock_guard<std::mutex> lock(mu_);
     for (const auto& inst : instances_) {
       for (const auto& h : inst.plan.hooks) {
         if (!h.chosen) continue;
@@ -339,6 +359,8 @@ class KernelNvmeofSource : public NvmeofSource {
 
   // Modules come and go: when the set of loaded gate modules changed, plan the hooks not yet
   // attached and load them as one more instance of the object sharing the first one's maps.
+  // Runs on the constructor's thread, then only on watcher_; instances_ and plan_ change under
+  // mu_ (Read and Plan look at them from scrapes).
   void Refresh() {
     std::string modules;
     for (const auto& h : NvmeofHooks()) {
@@ -348,9 +370,12 @@ class KernelNvmeofSource : public NvmeofSource {
     modules_ = modules;
 
     std::vector<std::string> attached;
-    for (const auto& inst : instances_) {
-      for (const auto& h : inst.plan.hooks) {
-        if (h.chosen) attached.emplace_back(h.hook->name);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& inst : instances_) {
+        for (const auto& h : inst.plan.hooks) {
+          if (h.chosen) attached.emplace_back(h.hook->name);
+        }
       }
     }
     // Shared trials first (fast); if the load then fails, one trial per hook finds the culprit.
@@ -370,6 +395,7 @@ class KernelNvmeofSource : public NvmeofSource {
                                      Kv("mechanism", MechanismName(h.chosen->mechanism)));
           }
         }
+        std::lock_guard<std::mutex> lock(mu_);
         instances_.push_back({std::move(skel), plan});
       } else {
         LogWarn("cannot attach NVMe-oF eBPF hooks", Kv("err", error));
@@ -379,6 +405,7 @@ class KernelNvmeofSource : public NvmeofSource {
         }
       }
     }
+    std::lock_guard<std::mutex> lock(mu_);
     UpdateConfig();
     RebuildPlan(plan);
   }
@@ -437,15 +464,22 @@ class KernelNvmeofSource : public NvmeofSource {
     plan_ = std::move(live);
   }
 
+  static constexpr std::chrono::seconds kModulePoll{2};
+
   CollectorOptions options_;
   std::string btf_path_;
   std::optional<Mechanism> forced_;
   Skeleton<nvmeof_bpf> maps_;  // owns the maps; no programs
-  std::vector<Instance> instances_;
-  AttachPlan plan_;
-  std::string modules_ = "-";  // loaded gate modules at the last refresh
+  mutable std::mutex mu_;
+  std::vector<Instance> instances_;  // guarded by mu_
+  AttachPlan plan_;                  // guarded by mu_
+  std::string modules_ = "-";        // loaded gate modules at the last refresh (watcher only)
   UniqueFd stats_fd_;
   int ncpus_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread watcher_;  // last: started after, joined before, everything above
 };
 
 }  // namespace

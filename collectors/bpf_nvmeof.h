@@ -1,6 +1,7 @@
 // NVMe-oF per-stage latency: the hook table of bpf/nvmeof.bpf.c, the stage names of its point
 // spans, what the collector reads each scrape (NvmeofSnapshot), and the loader. Hooks of
-// modules loaded after start are attached on a later scrape (NvmeofSource::Read).
+// modules loaded after start are attached by a background thread of the kernel source (a
+// load can take seconds; scrapes never wait for it).
 #pragma once
 
 #include <cstdint>
@@ -44,10 +45,9 @@ struct NvmeofSnapshot {
 class NvmeofSource {
  public:
   virtual ~NvmeofSource() = default;
-  // Attaches hooks whose module appeared since the last call, then reads the maps.
   virtual bool Read(NvmeofSnapshot* out) = 0;
   // Hooks whose module is loaded (or that need none), with the mechanism each one uses.
-  virtual const AttachPlan& Plan() const = 0;
+  virtual AttachPlan Plan() const = 0;
   // Drops the series (and name) of these ids: disks and subsystems that are gone, so their
   // addresses can be reused by new ones without inheriting their name or counts.
   virtual void Forget(const std::vector<std::uint64_t>& ids) = 0;

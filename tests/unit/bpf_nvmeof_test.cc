@@ -62,7 +62,7 @@ class FakeNvmeof : public NvmeofSource {
     *out = snap;
     return true;
   }
-  const AttachPlan& Plan() const override { return plan; }
+  AttachPlan Plan() const override { return plan; }
   void Forget(const std::vector<std::uint64_t>& ids) override {
     forgotten->insert(forgotten->end(), ids.begin(), ids.end());
   }
