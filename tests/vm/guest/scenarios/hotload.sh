@@ -16,6 +16,17 @@ fi
 setup_target "$@" || die "nvmet setup"
 scrape target-only
 connect "$1" "$3" "$4" || die "nvme connect"
+# The exporter attaches the NVMe-oF hooks of modules loaded after it started from a watcher
+# thread (trial loads take tens of seconds under TCG): wait until both roles' frames are in.
+deadline 180
+until timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
+	grep -q 'hook="nvmet_req_complete",mechanism="[a-z_]*",required="true"} 1' &&
+	timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
+	grep -q 'hook="nvme_rq_end",mechanism="[a-z_]*",required="true"} 1'; do
+	before_deadline || { fail "NVMe-oF hooks not attached 180 s after the modules loaded"; break; }
+	sleep 2
+done
+mark nvmeof_hooks_attached
 snapshot before-io
 run_fio io "$DEV" "$FIO_RUNTIME"
 snapshot after-io
