@@ -109,6 +109,11 @@ class StagesChecks:
             if not self.check(total is not None, '%s end-to-end histogram moved' % where):
                 continue
             count, tsum = total
+            # bpf.size_classes is on (guest/stages.yml): 4 KiB reads and 16 KiB writes.
+            want_size = '4KiB' if op == 'read' else '16KiB'
+            sizes = {l.get('size') for n, l, v in after
+                     if n == 'nvmeof_commands_total' and all(l.get(k) == x for k, x in labels.items())}
+            self.check(sizes == {want_size}, '%s size label is %s' % (where, want_size), str(sizes))
             # Commands the programs could not record are counted (lost_events), not hidden.
             lost = sum(self.counter_delta(before, after, 'nvmeof_exporter_bpf_lost_events_total',
                                           {'reason': r}) for r in ('nvmeof_map_full', 'nvmeof_inflight_full'))
