@@ -84,8 +84,8 @@ int LoadAndAttach(const bpf_object_skeleton* skeleton,
   return 0;
 }
 
-KernelProber::KernelProber(Paths paths, Trial trial, bool share_trials)
-    : paths_(std::move(paths)), trial_(std::move(trial)), share_trials_(share_trials) {}
+KernelProber::KernelProber(Paths paths, Trial trial)
+    : paths_(std::move(paths)), trial_(std::move(trial)) {}
 
 KernelProber::~KernelProber() {
   for (auto& [name, b] : modules_) btf__free(b);
@@ -162,11 +162,6 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
     case Mechanism::kRawTp:
       break;  // no cheap check without tracefs; the trial tells
   }
-  if (share_trials_) {
-    for (const auto& t : trials_) {
-      if (t.mechanism == v.mechanism && t.module == hook.module) return t.error;
-    }
-  }
   std::string error;
   auto t0 = std::chrono::steady_clock::now();
   if (trial_(v, &error) >= 0) error.clear();
@@ -175,7 +170,6 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
                Kv("ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now() - t0)
                                            .count())));
-  if (share_trials_) trials_.push_back({v.mechanism, std::string(hook.module), error});
   return error;
 }
 

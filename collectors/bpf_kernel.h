@@ -89,13 +89,10 @@ int LoadAndAttach(const bpf_object_skeleton* skeleton,
 
 // Real VariantProber: static checks first (kernel BTF has the function or tracepoint, kprobes
 // exist, kallsyms has the symbol), then `trial` loads and attaches that one program.
-// share_trials: one trial per (mechanism, module) stands for the others of that pair. A trial
-// load costs a BTF parse and a verification (~2 s each under QEMU's TCG); callers that share
-// trials must fall back to unshared ones if the final load fails.
 class KernelProber : public VariantProber {
  public:
   using Trial = std::function<int(const Variant& variant, std::string* error)>;
-  KernelProber(Paths paths, Trial trial, bool share_trials = false);
+  KernelProber(Paths paths, Trial trial);
   ~KernelProber() override;
   std::string Probe(const HookSpec& hook, const Variant& variant) override;
 
@@ -105,13 +102,7 @@ class KernelProber : public VariantProber {
 
   Paths paths_;
   Trial trial_;
-  bool share_trials_;
-  struct TrialResult {
-    Mechanism mechanism;
-    std::string module;
-    std::string error;
-  };
-  std::vector<TrialResult> trials_;
+
   struct btf* vmlinux_ = nullptr;
   bool vmlinux_tried_ = false;
   std::vector<std::pair<std::string, struct btf*>> modules_;

@@ -215,9 +215,11 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& b
 
 // Plans the hooks whose gate module is loaded and not yet in `attached`; the others are
 // listed as missing with the reason. Trial loads go to fresh objects (own maps).
+// trial_loads: after the static checks, load and attach each variant alone to be sure (~0.3-5 s
+// each under QEMU's TCG); without, the static checks decide and the caller's final load tells.
 AttachPlan PlanNvmeof(const CollectorOptions& options, const std::string& btf_path,
                       std::optional<Mechanism> forced, const std::vector<std::string>& attached,
-                      bool share_trials) {
+                      bool trial_loads) {
   std::vector<HookSpec> candidates;
   std::vector<const HookSpec*> waiting;
   for (const auto& h : NvmeofHooks()) {
@@ -231,14 +233,14 @@ AttachPlan PlanNvmeof(const CollectorOptions& options, const std::string& btf_pa
   KernelProber prober(
       options.paths,
       [&](const Variant& v, std::string* error) {
+        if (!trial_loads) return 0;
         Skeleton<nvmeof_bpf> trial = OpenNvmeof(btf_path, options.bpf, error);
         if (!trial) return -EINVAL;
         bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
         bpf_map__set_max_entries(trial->maps.nv_hists, 1);
         bpf_map__set_max_entries(trial->maps.nv_names, 1);
         return LoadAndAttach(trial->skeleton, {v.program}, error);
-      },
-      share_trials);
+      });
   AttachPlan plan = PlanAttach(candidates, forced, prober);
   // PlanAttach points into `candidates`; repoint at the static table.
   for (auto& hp : plan.hooks) {
@@ -378,13 +380,14 @@ class KernelNvmeofSource : public NvmeofSource {
         }
       }
     }
-    // Shared trials first (fast); if the load then fails, one trial per hook finds the culprit.
-    AttachPlan plan = PlanNvmeof(options_, btf_path_, forced_, attached, /*share_trials=*/true);
+    // The static checks first and one load (fast); if that load fails, a trial load per hook
+    // finds the variants that work.
+    AttachPlan plan = PlanNvmeof(options_, btf_path_, forced_, attached, /*trial_loads=*/false);
     std::string error;
     Skeleton<nvmeof_bpf> skel = Load(plan, &error);
     if (!skel && !plan.Programs().empty()) {
-      LogInfo("NVMe-oF eBPF load failed; probing each hook alone", Kv("err", error));
-      plan = PlanNvmeof(options_, btf_path_, forced_, attached, /*share_trials=*/false);
+      LogInfo("NVMe-oF eBPF load failed; trying each hook alone", Kv("err", error));
+      plan = PlanNvmeof(options_, btf_path_, forced_, attached, /*trial_loads=*/true);
       skel = Load(plan, &error);
     }
     if (!plan.Programs().empty()) {
@@ -492,7 +495,7 @@ NvmeofLoad LoadNvmeof(const CollectorOptions& options, bool plan_only) {
   load.availability = PrepareBpfLoad(options, &forced, &btf_path);
   if (!load.availability.ok) return load;
   if (plan_only) {
-    load.plan = PlanNvmeof(options, btf_path, forced, {}, /*share_trials=*/false);
+    load.plan = PlanNvmeof(options, btf_path, forced, {}, /*trial_loads=*/true);
     return load;
   }
   std::string error;

@@ -125,10 +125,10 @@ start_exporter() {
 	# shellcheck disable=SC2086 # EXPORTER_ARGS is a list of flags
 	$EXPORTER --web.listen-address=$LISTEN --log.level=debug ${EXPORTER_ARGS:-} >"$R/exporter.log" 2>&1 &
 	EXPORTER_PID=$!
-	deadline ${EXPORTER_START_TIMEOUT:-60}
+	deadline ${EXPORTER_START_TIMEOUT:-120}
 	while ! timeout 5 wget -q -O /dev/null http://$LISTEN/metrics 2>/dev/null; do
 		exporter_alive || { fail "exporter exited at start"; cat "$R/exporter.log"; return 1; }
-		before_deadline || { fail "exporter not serving /metrics after ${EXPORTER_START_TIMEOUT:-60}s"; return 1; }
+		before_deadline || { fail "exporter not serving /metrics after ${EXPORTER_START_TIMEOUT:-120}s"; return 1; }
 		sleep 0.5
 	done
 	echo "$EXPORTER_PID" >"$R/exporter.pid"
