@@ -119,21 +119,21 @@ bool KernelProber::KprobesSupported() const {
          Exists(paths_.sysfs + "/kernel/debug/tracing/kprobe_events");
 }
 
-namespace {
-bool KallsymsHas(const std::string& procfs, std::string_view symbol) {
-  std::ifstream in(procfs + "/kallsyms");
-  std::string line;
-  while (std::getline(in, line)) {
-    // "ffffffff81b47cb0 T blk_mq_start_request [module]"
-    auto sp = line.find(' ', 17);
-    if (sp == std::string::npos) continue;
-    std::string_view name = std::string_view(line).substr(sp + 1);
-    name = name.substr(0, name.find_first_of(" \t"));
-    if (name == symbol) return true;
+bool KernelProber::KallsymsHas(std::string_view symbol) {
+  if (!kallsyms_read_) {  // once per prober: /proc/kallsyms has ~150k lines
+    kallsyms_read_ = true;
+    std::ifstream in(paths_.procfs + "/kallsyms");
+    std::string line;
+    while (std::getline(in, line)) {
+      // "ffffffff81b47cb0 T blk_mq_start_request [module]"
+      auto sp = line.find(' ', 17);
+      if (sp == std::string::npos) continue;
+      std::string_view name = std::string_view(line).substr(sp + 1);
+      kallsyms_.emplace(name.substr(0, name.find_first_of(" \t")));
+    }
   }
-  return false;
+  return kallsyms_.count(std::string(symbol)) != 0;
 }
-}  // namespace
 
 std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
   std::string target(v.target);
@@ -149,7 +149,7 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
     }
     case Mechanism::kKprobe:
       if (!KprobesSupported()) return "no kprobe support";
-      if (!KallsymsHas(paths_.procfs, target)) return target + " not in kallsyms";
+      if (!KallsymsHas(target)) return target + " not in kallsyms";
       break;
     case Mechanism::kTpBtf: {
       struct btf* b = Btf(hook.module);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -99,10 +100,13 @@ class KernelProber : public VariantProber {
  private:
   struct btf* Btf(std::string_view module);  // kernel BTF (+ module split BTF); nullptr if none
   bool KprobesSupported() const;
+  bool KallsymsHas(std::string_view symbol);
 
   Paths paths_;
   Trial trial_;
 
+  std::unordered_set<std::string> kallsyms_;
+  bool kallsyms_read_ = false;
   struct btf* vmlinux_ = nullptr;
   bool vmlinux_tried_ = false;
   std::vector<std::pair<std::string, struct btf*>> modules_;
