@@ -40,6 +40,16 @@ struct BpfOptions {
   bool size_classes = false;       // NVMe-oF stages: add a `size` label (5 I/O size classes)
 };
 
+// rdma_netlink collector options (config section `rdma_netlink:`).
+struct RdmaNetlinkOptions {
+  bool per_qp = false;                       // QP table and bound per-QP counter sets
+  std::uint32_t max_qp_series = 1000;        // per-QP series per scrape; the rest are skipped
+  std::uint64_t max_reply_bytes = 8u << 20;  // netlink bytes read per scrape
+  double timeout_seconds = 2;                // netlink time per scrape
+  std::vector<std::string> enable_optional_counters;  // STAT_SET: changes the system (opt-in)
+  std::string record_dir;  // testing: write every netlink reply to DIR/<request>.bin
+};
+
 struct CollectorOptions {
   Paths paths;
   NameFilter rdma_devices;      // RDMA devices (mlx5_0, rxe0): rdma, pfc (via their netdevs)
@@ -49,6 +59,7 @@ struct CollectorOptions {
   // the SIOCETHTOOL ioctl (see collectors/pfc.h). Empty in production.
   std::string ethtool_fixture_dir;
   BpfOptions bpf;
+  RdmaNetlinkOptions rdma_netlink;
 };
 
 class Collector {

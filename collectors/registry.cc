@@ -14,6 +14,9 @@ const std::vector<CollectorInfo>& AllCollectors() {
        NewNvmetCollector},
       {"tcp", true, "TCP retransmits, timeouts and ECN counters (procfs)", NewTcpCollector},
       {"bpf", true, "eBPF block-layer stage latency (queue, device, end to end)", NewBpfCollector},
+      {"rdma_netlink", true,
+       "RDMA port statistics, optional counters, resources and per-QP counters (rdma netlink)",
+       NewRdmaNetlinkCollector},
   };
   return all;
 }

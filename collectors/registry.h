@@ -15,6 +15,8 @@ std::unique_ptr<Collector> NewNvmeHostCollector(const CollectorOptions& options)
 std::unique_ptr<Collector> NewNvmetCollector(const CollectorOptions& options);     // nvmet.cc
 std::unique_ptr<Collector> NewTcpCollector(const CollectorOptions& options);       // tcp.cc
 std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options);  // bpf_collector.cc
+std::unique_ptr<Collector> NewRdmaNetlinkCollector(
+    const CollectorOptions& options);  // rdma_netlink.cc
 
 struct CollectorInfo {
   std::string_view name;

@@ -39,6 +39,8 @@ constexpr FlagSpec kFlags[] = {
     {"help", "Print this help and exit.", true},
     // For tests: ethtool stats from `ethtool -S` style files instead of the ioctl.
     {"testing.ethtool-dir", "(testing) read ethtool stats from DIR/<netdev>/ files.", false},
+    // For tests/fixtures/netlink: write every RDMA netlink reply to DIR/<request>.bin.
+    {"testing.rdma-netlink-record-dir", "(testing) record RDMA netlink replies in DIR.", false},
 };
 
 const FlagSpec* FindFlag(std::string_view name) {
@@ -219,6 +221,65 @@ bool ReadBpf(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
   return true;
 }
 
+bool ReadRdmaNetlink(const YAML::Node& node, RdmaNetlinkOptions* o, std::string* error) {
+  if (!CheckKeys(node, "rdma_netlink",
+                 {"per_qp", "max_qp_series", "max_reply_bytes", "timeout_seconds",
+                  "enable_optional_counters"},
+                 error)) {
+    return false;
+  }
+  if (node["per_qp"] && !ReadBool(node["per_qp"], "rdma_netlink.per_qp", &o->per_qp, error)) {
+    return false;
+  }
+  auto read_uint = [&](const char* key, std::uint64_t lo, std::uint64_t hi, std::uint64_t* out) {
+    if (!node[key]) return true;
+    const std::string where = std::string("rdma_netlink.") + key;
+    std::string text;
+    if (!ReadScalar(node[key], where, &text, error)) return false;
+    auto v = ParseU64(text);
+    if (!v || *v < lo || *v > hi) {
+      *error = where + ": \"" + text + "\" is not an integer in [" + std::to_string(lo) + ", " +
+               std::to_string(hi) + "]";
+      return false;
+    }
+    *out = *v;
+    return true;
+  };
+  std::uint64_t series = o->max_qp_series;
+  if (!read_uint("max_qp_series", 0, 1000000, &series) ||
+      !read_uint("max_reply_bytes", 4096, 1ull << 30, &o->max_reply_bytes)) {
+    return false;
+  }
+  o->max_qp_series = static_cast<std::uint32_t>(series);
+  if (node["timeout_seconds"]) {
+    double v = 0;
+    if (!node["timeout_seconds"].IsScalar() ||
+        !YAML::convert<double>::decode(node["timeout_seconds"], v) || !(v > 0) || v > 60) {
+      *error = "rdma_netlink.timeout_seconds: expected a number of seconds in (0, 60]";
+      return false;
+    }
+    o->timeout_seconds = v;
+  }
+  if (const auto& list = node["enable_optional_counters"]) {
+    if (!list.IsSequence()) {
+      *error = "rdma_netlink.enable_optional_counters: expected a list of counter names";
+      return false;
+    }
+    o->enable_optional_counters.clear();
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string name;
+      const std::string where = "rdma_netlink.enable_optional_counters[" + std::to_string(i) + "]";
+      if (!ReadScalar(list[i], where, &name, error)) return false;
+      if (name.empty()) {
+        *error = where + ": empty counter name";
+        return false;
+      }
+      o->enable_optional_counters.push_back(name);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -237,7 +298,8 @@ bool ApplyConfigYamlOrThrow(const std::string& yaml_text, const std::string& sou
     *error = source + ": " + e;
     return false;
   };
-  if (!CheckKeys(root, "", {"collectors", "rdma", "pfc", "nvme_host", "bpf"}, &err)) {
+  if (!CheckKeys(root, "", {"collectors", "rdma", "pfc", "nvme_host", "bpf", "rdma_netlink"},
+                 &err)) {
     return fail(err);
   }
   if (const auto c = root["collectors"]) {
@@ -259,6 +321,9 @@ bool ApplyConfigYamlOrThrow(const std::string& yaml_text, const std::string& sou
     return fail(err);
   }
   if (root["bpf"] && !ReadBpf(root["bpf"], &co.bpf, &err)) return fail(err);
+  if (root["rdma_netlink"] && !ReadRdmaNetlink(root["rdma_netlink"], &co.rdma_netlink, &err)) {
+    return fail(err);
+  }
   return true;
 }
 
@@ -390,6 +455,10 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
   if (auto v = get("testing.ethtool-dir")) {
     if (!CheckRoot("testing.ethtool-dir", *v, error)) return false;
     options->collector.ethtool_fixture_dir = *v;
+  }
+  if (auto v = get("testing.rdma-netlink-record-dir")) {
+    if (!CheckRoot("testing.rdma-netlink-record-dir", *v, error)) return false;
+    options->collector.rdma_netlink.record_dir = *v;
   }
 
   if (auto v = get("config.file")) {

@@ -1,0 +1,618 @@
+// The rdma_netlink collector: RDMA netlink ("nldev", NETLINK_RDMA), what iproute2's
+// `rdma statistic` and `rdma resource` print.
+//
+// Per scrape: GET dump (devices), per port PORT_GET (netdev), STAT_GET_STATUS (which optional
+// counters exist and are on; 5.16+), STAT_GET (port counters), RES_GET dump (resource summary);
+// with per_qp also RES_QP_GET, RES_CM_ID_GET and the bound-counter STAT_GET dumps. All of it is
+// readable without privileges. STAT_SET (enabling optional counters) needs CAP_NET_ADMIN and is
+// sent only for counters named in rdma_netlink.enable_optional_counters.
+#include "collectors/rdma_netlink.h"
+
+#include <linux/netlink.h>
+#include <rdma/rdma_netlink.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "collectors/registry.h"
+#include "collectors/sysfs.h"
+#include "exporter/log.h"
+
+namespace nvmeof {
+namespace {
+
+using rdmanl::Bytes;
+using rdmanl::Request;
+using Clock = std::chrono::steady_clock;
+
+// Netlink dumps fill skbs of up to 32 KiB (netlink_dump's max); doits are smaller.
+constexpr std::size_t kRecvBuffer = 64 * 1024;
+// Bounds on what one device may claim: a switch has at most a few dozen ports.
+constexpr std::uint32_t kMaxPorts = 256;
+
+std::string ErrName(int err) {
+  switch (err) {
+    case kErrTimeBudget:
+      return "time_budget";
+    case kErrByteBudget:
+      return "byte_budget";
+    case kErrTruncated:
+      return "truncated";
+    case EBADMSG:
+      return "malformed";
+  }
+  const char* name = strerrorname_np(err);
+  return name ? name : "errno_" + std::to_string(err);
+}
+
+// Move-only fd owner (bpf_kernel.h has one too, but that header needs libbpf).
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+void Record(const std::string& dir, const Request& req, const std::vector<std::uint8_t>& reply) {
+  if (dir.empty()) return;
+  std::ofstream out(dir + "/" + rdmanl::RequestKey(req) + ".bin", std::ios::binary);
+  out.write(reinterpret_cast<const char*>(reply.data()),
+            static_cast<std::streamsize>(reply.size()));
+}
+
+class SocketTransport : public RdmaNetlinkTransport {
+ public:
+  explicit SocketTransport(std::string record_dir)
+      : record_dir_(std::move(record_dir)), buf_(kRecvBuffer) {}
+
+  int Open() override {
+    // Without ib_core (or CONFIG_INFINIBAND) the protocol does not exist: EPROTONOSUPPORT.
+    Fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA));
+    if (fd.get() < 0) return errno;
+    sockaddr_nl local{};
+    local.nl_family = AF_NETLINK;
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) < 0) return errno;
+    fd_ = std::move(fd);
+    return 0;
+  }
+
+  void Close() override { fd_.Reset(); }
+
+  int Exchange(const Request& req, RdmaNetlinkBudget& budget,
+               std::vector<std::uint8_t>* reply) override {
+    const std::size_t start = reply->size();
+    int err = DoExchange(req, budget, reply);
+    if (!record_dir_.empty()) {
+      Record(record_dir_, req, std::vector<std::uint8_t>(reply->begin() + start, reply->end()));
+    }
+    return err;
+  }
+
+ private:
+  int DoExchange(const Request& req, RdmaNetlinkBudget& budget, std::vector<std::uint8_t>* reply) {
+    if (budget.exhausted) return kErrTimeBudget;
+    const std::uint32_t seq = ++seq_;
+    const auto msg = rdmanl::BuildRequest(req, seq);
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (::sendto(fd_.get(), msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
+                 sizeof kernel) < 0) {
+      return errno;
+    }
+    for (;;) {
+      const auto left = budget.deadline - Clock::now();
+      if (left <= Clock::duration::zero()) {
+        budget.exhausted = true;
+        return kErrTimeBudget;
+      }
+      const auto us = std::max<std::int64_t>(
+          1000, std::chrono::duration_cast<std::chrono::microseconds>(left).count());
+      timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
+      ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      // MSG_TRUNC returns the real length, so a message longer than the buffer is detected.
+      const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), MSG_TRUNC);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          budget.exhausted = true;
+          return kErrTimeBudget;
+        }
+        return errno;
+      }
+      if (static_cast<std::size_t>(n) > buf_.size()) return kErrTruncated;
+      if (static_cast<std::uint64_t>(n) > budget.bytes_left) {
+        budget.exhausted = true;
+        return kErrByteBudget;
+      }
+      budget.bytes_left -= static_cast<std::uint64_t>(n);
+      budget.bytes_read += static_cast<std::uint64_t>(n);
+      std::vector<Bytes> msgs;
+      if (!rdmanl::SplitMessages(Bytes(buf_.data(), static_cast<std::size_t>(n)), &msgs)) {
+        return EBADMSG;
+      }
+      for (const auto& raw : msgs) {
+        nlmsghdr hdr;
+        std::memcpy(&hdr, raw.data(), sizeof hdr);
+        if (hdr.nlmsg_seq != seq) continue;  // the rest of an abandoned earlier request
+        reply->insert(reply->end(), raw.begin(), raw.end());
+        const std::size_t pad = NLMSG_ALIGN(raw.size()) - raw.size();
+        reply->insert(reply->end(), pad, 0);
+        if (hdr.nlmsg_type == NLMSG_ERROR || hdr.nlmsg_type == NLMSG_DONE) return 0;
+        if (!req.dump && hdr.nlmsg_type >= NLMSG_MIN_TYPE && !req.enable_indices) return 0;
+      }
+    }
+  }
+
+  std::string record_dir_;
+  std::vector<std::uint8_t> buf_;
+  Fd fd_;
+  std::uint32_t seq_ = static_cast<std::uint32_t>(::time(nullptr));
+};
+
+class ReplayTransport : public RdmaNetlinkTransport {
+ public:
+  explicit ReplayTransport(std::string dir) : dir_(std::move(dir)) {}
+  int Open() override { return IsDir(dir_) ? 0 : EPROTONOSUPPORT; }
+  void Close() override {}
+  int Exchange(const Request& req, RdmaNetlinkBudget& budget,
+               std::vector<std::uint8_t>* reply) override {
+    if (budget.exhausted || Clock::now() >= budget.deadline) {
+      budget.exhausted = true;
+      return kErrTimeBudget;
+    }
+    std::ifstream in(dir_ + "/" + rdmanl::RequestKey(req) + ".bin", std::ios::binary);
+    if (!in) return ENOENT;
+    std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+    // Like the socket: whole messages until the byte budget is spent.
+    std::vector<Bytes> msgs;
+    const bool whole = rdmanl::SplitMessages(Bytes(data), &msgs);
+    for (const auto& raw : msgs) {
+      const std::uint64_t len = NLMSG_ALIGN(raw.size());
+      if (len > budget.bytes_left) {
+        budget.exhausted = true;
+        return kErrByteBudget;
+      }
+      budget.bytes_left -= len;
+      budget.bytes_read += len;
+      reply->insert(reply->end(), raw.begin(), raw.end());
+      reply->insert(reply->end(), len - raw.size(), 0);
+    }
+    return whole ? 0 : EBADMSG;
+  }
+
+ private:
+  std::string dir_;
+};
+
+// One scrape's conversation with the kernel: requests, their failures and the budget.
+class Session {
+ public:
+  Session(RdmaNetlinkTransport& t, const RdmaNetlinkOptions& o, MetricSink& out)
+      : t_(t), out_(out) {
+    budget_.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(o.timeout_seconds));
+    budget_.bytes_left = o.max_reply_bytes;
+  }
+
+  // Runs `req`; returns the decodable data messages of the expected type. *err gets the kernel's
+  // or the transport's errno (0 if none). Failures count in the request-failure self-metric; the
+  // caller decides which series that costs.
+  std::vector<Bytes> Call(const Request& req, int* err) {
+    replies_.emplace_back();
+    auto& reply = replies_.back();
+    int terr = t_.Exchange(req, budget_, &reply);
+    const rdmanl::Scan scan = rdmanl::ScanMessages(Bytes(reply));
+    std::vector<Bytes> data;
+    const auto want = static_cast<std::uint16_t>(RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, req.cmd));
+    std::size_t strays = 0;
+    for (const auto& m : scan.data) {
+      if (m.type == want) {
+        data.push_back(m.payload);
+      } else {
+        ++strays;
+      }
+    }
+    *err = terr ? terr : scan.error ? scan.error : (scan.malformed || strays) ? EBADMSG : 0;
+    // A doit that ends without its answer (or a dump without DONE) was cut short.
+    if (!*err && !scan.done && (req.dump || data.empty())) *err = EBADMSG;
+    if (*err) Fail(req, *err);
+    return data;
+  }
+
+  void Fail(const Request& req, int err) {
+    ++failures_[{rdmanl::RequestKey(Request{req.cmd, req.dump, {}, {}, req.stat_res, {}}),
+                 ErrName(err)}];
+    LogDebug("rdma netlink request failed",
+             Kv("request", rdmanl::RequestKey(req)) + " " + Kv("err", ErrName(err)));
+  }
+
+  void EmitSelfMetrics() {
+    out_.Gauge("nvmeof_exporter_rdma_netlink_reply_bytes",
+               "RDMA netlink reply bytes read this scrape (bounded by "
+               "rdma_netlink.max_reply_bytes).",
+               {}, static_cast<double>(budget_.bytes_read));
+    out_.Gauge("nvmeof_exporter_rdma_netlink_budget_exhausted",
+               "1 if this scrape ran out of its RDMA netlink time or byte budget (series after "
+               "that point were skipped).",
+               {}, budget_.exhausted ? 1 : 0);
+    for (const auto& [key, n] : failures_) {
+      out_.Gauge("nvmeof_exporter_rdma_netlink_request_failures",
+                 "RDMA netlink requests that failed this scrape, by request and reason (errno "
+                 "name, or time_budget, byte_budget, truncated, malformed).",
+                 {{"request", key.first}, {"reason", key.second}}, static_cast<double>(n));
+    }
+  }
+
+ private:
+  RdmaNetlinkTransport& t_;
+  MetricSink& out_;
+  RdmaNetlinkBudget budget_;
+  std::vector<std::vector<std::uint8_t>> replies_;  // the Bytes handed out point into these
+  std::map<std::pair<std::string, std::string>, std::size_t> failures_;
+};
+
+constexpr std::string_view kPortStatHelp =
+    "RDMA port statistics by counter name (netlink STAT_GET, what `rdma statistic show` prints; "
+    "includes counters bound to QPs and enabled optional counters).";
+constexpr std::string_view kQpStatHelp =
+    "Counters of a counter set bound to QPs (`rdma statistic qp show`), by counter name; "
+    "per-QP mode only.";
+
+class RdmaNetlinkCollector : public Collector {
+ public:
+  RdmaNetlinkCollector(const CollectorOptions& options,
+                       std::unique_ptr<RdmaNetlinkTransport> transport)
+      : devices_(options.rdma_devices), o_(options.rdma_netlink), t_(std::move(transport)) {
+    want_enabled_.insert(o_.enable_optional_counters.begin(), o_.enable_optional_counters.end());
+  }
+
+  std::string_view Name() const override { return "rdma_netlink"; }
+
+  bool Collect(MetricSink& out) override {
+    // Serialized: concurrent scrapes would interleave STAT_SET and the log-once state.
+    std::lock_guard<std::mutex> lock(mu_);
+    int err = t_->Open();
+    if (err == EPROTONOSUPPORT || err == EAFNOSUPPORT) {
+      LogDebug("no RDMA netlink in this kernel (ib_core not loaded?): no rdma_netlink series",
+               Kv("err", ErrName(err)));
+      return true;
+    }
+    if (err) {
+      LogWarn("rdma netlink socket", Kv("err", ErrName(err)));
+      return false;
+    }
+    struct CloseOnExit {
+      RdmaNetlinkTransport* t;
+      ~CloseOnExit() { t->Close(); }
+    } close_on_exit{t_.get()};
+
+    qp_emitted_ = 0;
+    qp_dropped_ = 0;
+    Session s(*t_, o_, out);
+    bool ok = CollectAll(s, out);
+    s.EmitSelfMetrics();
+    return ok;
+  }
+
+ private:
+  bool CollectAll(Session& s, MetricSink& out) {
+    int err = 0;
+    std::vector<rdmanl::Device> devices;
+    for (Bytes m : s.Call({RDMA_NLDEV_CMD_GET, true, {}, {}, {}, {}}, &err)) {
+      rdmanl::Device d;
+      if (rdmanl::DecodeDevice(m, &d)) {
+        devices.push_back(std::move(d));
+      } else {
+        out.Skip();
+      }
+    }
+    // Without the device list nothing else can be asked: the source failed as a whole.
+    if (err && devices.empty()) return false;
+    if (err) out.Skip();
+
+    std::set<std::uint32_t> wanted;
+    for (const auto& d : devices) {
+      if (!devices_.Allows(d.name)) continue;
+      wanted.insert(d.index);
+      out.Gauge("rdma_netlink_device_info",
+                "RDMA device seen over netlink, with its protocol (roce, ib, iw; \"\" on kernels "
+                "before 5.9); value is always 1.",
+                {{"device", d.name}, {"protocol", d.protocol}}, 1);
+      CollectPorts(s, d, out);
+      if (o_.per_qp) CollectQps(s, d, out);
+    }
+    if (!wanted.empty()) CollectResources(s, wanted, out);
+    if (o_.per_qp) {
+      out.Gauge("nvmeof_exporter_rdma_netlink_qp_series_dropped",
+                "Per-QP series left out this scrape because of rdma_netlink.max_qp_series.", {},
+                static_cast<double>(qp_dropped_));
+    }
+    return true;
+  }
+
+  void CollectPorts(Session& s, const rdmanl::Device& d, MetricSink& out) {
+    std::uint32_t ports = d.ports;
+    if (ports > kMaxPorts) {
+      out.Skip(ports - kMaxPorts);
+      ports = kMaxPorts;
+    }
+    for (std::uint32_t port = 1; port <= ports; ++port) {
+      int err = 0;
+      const std::string p = std::to_string(port);
+      auto msgs = s.Call({RDMA_NLDEV_CMD_PORT_GET, false, d.index, port, {}, {}}, &err);
+      rdmanl::Port info;
+      if (!err && msgs.size() == 1 && rdmanl::DecodePort(msgs[0], &info) && info.port == port) {
+        out.Gauge("rdma_netlink_port_info",
+                  "RDMA port seen over netlink with its netdev (\"\" for none); value is always 1.",
+                  {{"device", d.name}, {"port", p}, {"netdev", info.netdev}}, 1);
+      } else {
+        out.Skip();
+      }
+      CollectOptional(s, d, port, out);
+      CollectPortStats(s, d, port, out);
+    }
+  }
+
+  // STAT_GET_STATUS: every hw counter with its index; optional ones say whether they are on.
+  // Returns the decoded counters (empty when the kernel or device has no such command).
+  std::vector<rdmanl::HwCounter> ReadStatus(Session& s, const rdmanl::Device& d, std::uint32_t port,
+                                            MetricSink& out, bool* failed) {
+    int err = 0;
+    auto msgs = s.Call({RDMA_NLDEV_CMD_STAT_GET_STATUS, false, d.index, port, {}, {}}, &err);
+    *failed = false;
+    if (err == EINVAL || err == EOPNOTSUPP) {
+      // Before 5.16 the command does not exist (EINVAL); devices without hw counters refuse it.
+      LogDebug("rdma netlink: no optional counter status",
+               Kv("device", d.name) + " " + Kv("port", std::to_string(port)));
+      return {};
+    }
+    rdmanl::PortStats st;
+    if (err || msgs.size() != 1 || !rdmanl::DecodePortStats(msgs[0], &st) || st.port != port) {
+      out.Skip();
+      *failed = true;
+      return {};
+    }
+    out.Skip(st.bad_entries);
+    return st.counters;
+  }
+
+  void CollectOptional(Session& s, const rdmanl::Device& d, std::uint32_t port, MetricSink& out) {
+    bool failed = false;
+    auto counters = ReadStatus(s, d, port, out, &failed);
+    if (!want_enabled_.empty() && !failed && MaybeEnable(s, d, port, counters)) {
+      counters = ReadStatus(s, d, port, out, &failed);  // show the state after the change
+    }
+    const std::string p = std::to_string(port);
+    for (const auto& c : counters) {
+      if (!c.optional_enabled) continue;  // not an optional counter: always on
+      out.Gauge("rdma_netlink_optional_counter_enabled",
+                "Optional RDMA counter (5.16+, e.g. mlx5 cc_rx_ce_pkts): 1 if enabled on the "
+                "port, 0 if it exists but is off (`rdma statistic mode supported`).",
+                {{"device", d.name}, {"port", p}, {"counter", c.name}},
+                *c.optional_enabled ? 1 : 0);
+    }
+  }
+
+  // Sends STAT_SET when a configured optional counter exists here and is off. The request names
+  // every optional counter that should be on afterwards (the kernel turns the unnamed ones off),
+  // so counters somebody else enabled stay on. Returns whether the set was accepted.
+  bool MaybeEnable(Session& s, const rdmanl::Device& d, std::uint32_t port,
+                   const std::vector<rdmanl::HwCounter>& counters) {
+    std::vector<std::uint32_t> on;
+    std::vector<std::string> turning_on;
+    for (const auto& c : counters) {
+      if (!c.optional_enabled || !c.index) continue;
+      if (*c.optional_enabled) {
+        on.push_back(*c.index);
+      } else if (want_enabled_.count(c.name)) {
+        on.push_back(*c.index);
+        turning_on.push_back(c.name);
+      }
+    }
+    if (turning_on.empty()) return false;
+    std::string names;
+    for (const auto& n : turning_on) names += (names.empty() ? "" : ",") + n;
+    const std::string where = d.name + "/" + std::to_string(port);
+    int err = 0;
+    s.Call({RDMA_NLDEV_CMD_STAT_SET, false, d.index, port, {}, on}, &err);
+    if (err) {
+      // EPERM without CAP_NET_ADMIN: said once per port and reason, then only counted.
+      if (warned_.insert(where + " " + ErrName(err)).second) {
+        LogWarn("cannot enable optional RDMA counters (needs CAP_NET_ADMIN)",
+                Kv("device", d.name) + " " + Kv("port", std::to_string(port)) + " " +
+                    Kv("counters", names) + " " + Kv("err", ErrName(err)));
+      }
+      return false;
+    }
+    LogInfo("enabled optional RDMA counters (rdma_netlink.enable_optional_counters)",
+            Kv("device", d.name) + " " + Kv("port", std::to_string(port)) + " " +
+                Kv("counters", names));
+    return true;
+  }
+
+  void CollectPortStats(Session& s, const rdmanl::Device& d, std::uint32_t port, MetricSink& out) {
+    int err = 0;
+    auto msgs = s.Call({RDMA_NLDEV_CMD_STAT_GET, false, d.index, port, {}, {}}, &err);
+    rdmanl::PortStats st;
+    if (err || msgs.size() != 1 || !rdmanl::DecodePortStats(msgs[0], &st) || st.port != port) {
+      out.Skip();
+      return;
+    }
+    out.Skip(st.bad_entries);
+    const std::string p = std::to_string(port);
+    for (const auto& c : st.counters) {
+      if (!c.value) {
+        out.Skip();
+        continue;
+      }
+      out.Counter("rdma_netlink_port_stat_total", kPortStatHelp,
+                  {{"device", d.name}, {"port", p}, {"counter", c.name}},
+                  static_cast<double>(*c.value));
+    }
+  }
+
+  void CollectResources(Session& s, const std::set<std::uint32_t>& wanted, MetricSink& out) {
+    int err = 0;
+    auto msgs = s.Call({RDMA_NLDEV_CMD_RES_GET, true, {}, {}, {}, {}}, &err);
+    std::set<std::uint32_t> seen;
+    for (Bytes m : msgs) {
+      rdmanl::Resources r;
+      if (!rdmanl::DecodeResources(m, &r)) {
+        out.Skip();
+        continue;
+      }
+      if (!wanted.count(r.dev_index)) continue;
+      seen.insert(r.dev_index);
+      out.Skip(r.bad_entries);
+      for (const auto& [type, count] : r.counts) {
+        out.Gauge("rdma_resources",
+                  "RDMA resources in use on the device by type (qp, cq, mr, pd, cm_id, ctx, "
+                  "srq): what `rdma resource show` prints.",
+                  {{"device", r.dev_name}, {"type", type}}, static_cast<double>(count));
+      }
+    }
+    // A device whose summary never came (error or budget) costs one skipped series.
+    if (err) out.Skip(wanted.size() - seen.size());
+  }
+
+  bool QpBudget(MetricSink& out) {
+    if (qp_emitted_ < o_.max_qp_series) {
+      ++qp_emitted_;
+      return true;
+    }
+    ++qp_dropped_;
+    out.Skip();
+    return false;
+  }
+
+  // Per-QP mode: the QP table (owner, type, state), the cm_id table (addresses: which NVMe-oF
+  // connection a QP carries) and the counter sets bound to QPs.
+  void CollectQps(Session& s, const rdmanl::Device& d, MetricSink& out) {
+    int err = 0;
+    std::size_t bad = 0;
+    std::vector<rdmanl::Qp> qps;
+    for (Bytes m : s.Call({RDMA_NLDEV_CMD_RES_QP_GET, true, d.index, {}, {}, {}}, &err)) {
+      if (!rdmanl::DecodeQps(m, &qps, &bad)) ++bad;
+    }
+    if (err) ++bad;
+    std::vector<rdmanl::CmId> cm_ids;
+    for (Bytes m : s.Call({RDMA_NLDEV_CMD_RES_CM_ID_GET, true, d.index, {}, {}, {}}, &err)) {
+      if (!rdmanl::DecodeCmIds(m, &cm_ids, &bad)) ++bad;
+    }
+    if (err) ++bad;  // QPs are still reported, without addresses
+    std::map<std::uint32_t, const rdmanl::CmId*> by_qpn;
+    for (const auto& c : cm_ids) {
+      if (c.lqpn) by_qpn[*c.lqpn] = &c;
+    }
+    for (const auto& q : qps) {
+      if (!QpBudget(out)) continue;
+      const auto it = by_qpn.find(q.lqpn);
+      const rdmanl::CmId* cm = it == by_qpn.end() ? nullptr : it->second;
+      out.Gauge("rdma_netlink_qp_info",
+                "RDMA queue pair (per-QP mode): owner is the kernel module that created it "
+                "(nvme_rdma: NVMe-oF host queue, nvmet_rdma: target queue) or \"user\"; src/dst "
+                "are its rdma_cm addresses; value is always 1.",
+                {{"device", d.name},
+                 {"port", std::to_string(q.port)},
+                 {"qpn", std::to_string(q.lqpn)},
+                 {"type", q.type ? rdmanl::QpTypeName(*q.type) : ""},
+                 {"state", q.state ? rdmanl::QpStateName(*q.state) : ""},
+                 {"owner", q.owner},
+                 {"src", cm ? cm->src : ""},
+                 {"dst", cm ? cm->dst : ""}},
+                1);
+    }
+
+    std::vector<rdmanl::BoundCounter> bound;
+    for (Bytes m :
+         s.Call({RDMA_NLDEV_CMD_STAT_GET, true, d.index, {}, RDMA_NLDEV_ATTR_RES_QP, {}}, &err)) {
+      if (!rdmanl::DecodeBoundCounters(m, &bound, &bad)) ++bad;
+    }
+    if (err) ++bad;
+    out.Skip(bad);
+    for (const auto& c : bound) {
+      out.Skip(c.bad_entries);
+      const std::string port = std::to_string(c.port), id = std::to_string(c.id);
+      for (auto qpn : c.qpns) {
+        if (!QpBudget(out)) continue;
+        out.Gauge(
+            "rdma_netlink_qp_counter_binding",
+            "QP bound to a counter set (per-QP mode); join with rdma_netlink_qp_info on "
+            "qpn; value is always 1.",
+            {{"device", d.name}, {"port", port}, {"counter_id", id}, {"qpn", std::to_string(qpn)}},
+            1);
+      }
+      for (const auto& hc : c.counters) {
+        if (!hc.value) {
+          out.Skip();
+          continue;
+        }
+        if (!QpBudget(out)) continue;
+        out.Counter("rdma_netlink_qp_stat_total", kQpStatHelp,
+                    {{"device", d.name}, {"port", port}, {"counter_id", id}, {"counter", hc.name}},
+                    static_cast<double>(*hc.value));
+      }
+    }
+  }
+
+  const NameFilter devices_;
+  const RdmaNetlinkOptions o_;
+  std::unique_ptr<RdmaNetlinkTransport> t_;
+  std::set<std::string> want_enabled_;
+  std::mutex mu_;
+  std::set<std::string> warned_;  // log-once keys (needs mu_)
+  // Per-scrape per-QP series accounting (reset in Collect under mu_).
+  std::uint32_t qp_emitted_ = 0;
+  std::uint64_t qp_dropped_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkSocket(std::string record_dir) {
+  return std::make_unique<SocketTransport>(std::move(record_dir));
+}
+
+std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkReplay(std::string dir) {
+  return std::make_unique<ReplayTransport>(std::move(dir));
+}
+
+std::unique_ptr<Collector> NewRdmaNetlinkCollector(
+    const CollectorOptions& options, std::unique_ptr<RdmaNetlinkTransport> transport) {
+  return std::make_unique<RdmaNetlinkCollector>(options, std::move(transport));
+}
+
+std::unique_ptr<Collector> NewRdmaNetlinkCollector(const CollectorOptions& options) {
+  return NewRdmaNetlinkCollector(options, NewRdmaNetlinkSocket(options.rdma_netlink.record_dir));
+}
+
+}  // namespace nvmeof
