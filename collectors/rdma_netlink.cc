@@ -233,10 +233,10 @@ class Session {
     int terr = t_.Exchange(req, budget_, &reply);
     const rdmanl::Scan scan = rdmanl::ScanMessages(Bytes(reply));
     std::vector<Bytes> data;
-    const auto want = static_cast<std::uint16_t>(RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, req.cmd));
     std::size_t strays = 0;
     for (const auto& m : scan.data) {
-      if (m.type == want) {
+      // Only the client is checked: PORT_GET is answered with type GET (nldev_port_get_doit).
+      if (RDMA_NL_GET_CLIENT(m.type) == RDMA_NL_NLDEV) {
         data.push_back(m.payload);
       } else {
         ++strays;
@@ -538,16 +538,20 @@ class RdmaNetlinkCollector : public Collector {
       if (!QpBudget(out)) continue;
       const auto it = by_qpn.find(q.lqpn);
       const rdmanl::CmId* cm = it == by_qpn.end() ? nullptr : it->second;
+      // rdma_cm creates the QPs of its ids, so the QP's own owner is "rdma_cm"; the id's owner
+      // is the ULP that asked for the connection (nvme_rdma, nvmet_rdma).
+      const std::string& owner = cm && !cm->owner.empty() ? cm->owner : q.owner;
       out.Gauge("rdma_netlink_qp_info",
-                "RDMA queue pair (per-QP mode): owner is the kernel module that created it "
-                "(nvme_rdma: NVMe-oF host queue, nvmet_rdma: target queue) or \"user\"; src/dst "
-                "are its rdma_cm addresses; value is always 1.",
+                "RDMA queue pair (per-QP mode): owner is the kernel module of its rdma_cm id "
+                "(nvme_rdma: NVMe-oF host queue, nvmet_rdma: target queue), else of the QP "
+                "(ib_core, rdma_cm) or \"user\"; src/dst are the rdma_cm addresses; value is "
+                "always 1.",
                 {{"device", d.name},
                  {"port", std::to_string(q.port)},
                  {"qpn", std::to_string(q.lqpn)},
                  {"type", q.type ? rdmanl::QpTypeName(*q.type) : ""},
                  {"state", q.state ? rdmanl::QpStateName(*q.state) : ""},
-                 {"owner", q.owner},
+                 {"owner", owner},
                  {"src", cm ? cm->src : ""},
                  {"dst", cm ? cm->dst : ""}},
                 1);

@@ -20,7 +20,7 @@ from check_stages import StagesChecks
 CONTROLLER_STATES = ["new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"]
 # rxe hw_counters that NVMe/RDMA I/O must move (sent/received packets, SENDs of command capsules).
 IO_COUNTERS = ["sent_pkts", "rcvd_pkts", "rdma_sends", "rdma_recvs"]
-COLLECTORS = ["rdma", "nvme_host", "nvmet"]
+COLLECTORS = ["rdma", "nvme_host", "nvmet", "rdma_netlink"]
 # hw_counters files that are settings, not counters, and that the exporter leaves out.
 NOT_COUNTERS = {"lifespan"}
 
@@ -302,6 +302,109 @@ class Checker(StagesChecks):
         self.collectors_ok(final, 'final')
         self.controller(final, 'final')
         self.target(final, 'final')
+        self.fio('io')
+        self.exporter_alive()
+
+    # ---- scenario netlink: the rdma_netlink collector against iproute2's rdma ----
+    def rdma_json(self, name):
+        path = os.path.join(self.dir, 'rdma-%s.json' % name)
+        try:
+            return json.loads(open(path).read())
+        except (OSError, ValueError) as e:
+            self.check(False, 'rdma JSON %s' % name, str(e))
+            return []
+
+    def netlink_bracketed(self, samples, where, kind, metric, key_label):
+        """Each value `rdma -j {statistic,resource} show` printed for rxe0 right before and after
+        the scrape brackets the exporter's value; the exporter has no series the kernel lacks."""
+        e = self.env
+        pre, post = self.rdma_json('%s-%s-pre' % (kind, where)), self.rdma_json('%s-%s-post' % (kind, where))
+        skip = {'ifname', 'ifindex', 'port'}
+        pick = [o for o in pre if o.get('ifname') == e['RXE_DEV'] and str(o.get('port', e['RXE_PORT'])) == e['RXE_PORT']]
+        pick_post = [o for o in post if o.get('ifname') == e['RXE_DEV'] and str(o.get('port', e['RXE_PORT'])) == e['RXE_PORT']]
+        if not self.check(len(pick) == 1 and len(pick_post) == 1, '%s rdma %s JSON has %s' % (where, kind, e['RXE_DEV'])):
+            return {}
+        labels = dict(device=e['RXE_DEV'])
+        if kind == 'stat':
+            labels['port'] = e['RXE_PORT']
+        exported = {s[1][key_label]: s[2] for s in self.find(samples, metric, **labels)}
+        bad, compared = [], {}
+        for name, before in pick[0].items():
+            if name in skip or not isinstance(before, int):
+                continue
+            after = pick_post[0].get(name, before)
+            value = exported.get(name)
+            compared[name] = (before, value, after)
+            if value is None:
+                bad.append('%s missing' % name)
+            elif not min(before, after) <= value <= max(before, after):
+                bad.append('%s=%g not in [%d, %d]' % (name, value, before, after))
+        extra = sorted(set(exported) - set(compared))
+        self.check(compared and not bad and not extra,
+                   '%s: all %d %s{device="%s"} match `rdma %s show` (bracketed)' % (
+                       where, len(compared), metric, e['RXE_DEV'], 'statistic' if kind == 'stat' else 'resource'),
+                   '; '.join(bad[:6]) + (' extra: %s' % extra if extra else ''))
+        return compared
+
+    def netlink_qps(self, samples, where):
+        """Per-QP mode: the QP table equals `rdma resource show qp`, owners and addresses come from
+        `rdma resource show cm_id`, and each NVMe-oF queue shows up once on each side."""
+        e = self.env
+        qps, cm_ids = self.rdma_json('qp-%s' % where), self.rdma_json('cm_id-%s' % where)
+        by_qpn = {c['lqpn']: c for c in cm_ids if 'lqpn' in c}
+        want = {}
+        for q in qps:
+            if q.get('ifname') != e['RXE_DEV']:
+                continue
+            cm = by_qpn.get(q['lqpn'], {})
+            want[str(q['lqpn'])] = (q['type'].lower(), q['state'].lower(), cm.get('comm', q.get('comm', '')),
+                                    cm.get('src-addr', ''), cm.get('dst-addr', ''))
+        got = {s[1]['qpn']: (s[1]['type'], s[1]['state'], s[1]['owner'], s[1]['src'], s[1]['dst'])
+               for s in self.find(samples, 'rdma_netlink_qp_info', device=e['RXE_DEV'])}
+        self.check(want and got == want, '%s: rdma_netlink_qp_info equals `rdma resource show qp/cm_id` (%d QPs)' % (
+            where, len(want)), 'exporter %s vs rdma %s' % (sorted(got.items())[:4], sorted(want.items())[:4]))
+        target = '%s:%s' % (e['TRADDR'], e['TRSVCID'])
+        host = [q for q, v in got.items() if v[2] == 'nvme_rdma' and v[4] == target]
+        tgt = [q for q, v in got.items() if v[2] == 'nvmet_rdma' and v[3] == target]
+        self.check(str(len(host)) == e['QUEUE_COUNT'] and str(len(tgt)) == e['QUEUE_COUNT'],
+                   '%s: %s NVMe-oF queues (sysfs queue_count) = nvme_rdma QPs to %s = nvmet_rdma QPs on it' % (
+                       where, e['QUEUE_COUNT'], target), 'host %d, target %d' % (len(host), len(tgt)))
+
+    def netlink_clean(self, samples, where):
+        e = self.env
+        self.expect_one(samples, where, 'nvmeof_exporter_collector_success', 1.0, collector='rdma_netlink')
+        self.expect_one(samples, where, 'nvmeof_exporter_collector_skipped_series', 0.0, collector='rdma_netlink')
+        self.expect_none(samples, where, 'nvmeof_exporter_rdma_netlink_request_failures')
+        self.expect_one(samples, where, 'nvmeof_exporter_rdma_netlink_budget_exhausted', 0.0)
+        self.expect_one(samples, where, 'nvmeof_exporter_rdma_netlink_qp_series_dropped', 0.0)
+        self.expect_one(samples, where, 'rdma_netlink_device_info', 1.0, device=e['RXE_DEV'], protocol='roce')
+        self.expect_one(samples, where, 'rdma_netlink_port_info', 1.0, device=e['RXE_DEV'], port=e['RXE_PORT'],
+                        netdev=e['RXE_NETDEV'])
+        # rxe has no optional counters and binds no kernel QP to a counter: none may appear.
+        self.expect_none(samples, where, 'rdma_netlink_optional_counter_enabled', 'rdma_netlink_qp_stat_total')
+
+    def scenario_netlink(self):
+        stats = {}
+        for where in ('idle', 'during-io', 'after-io'):
+            samples = self.metrics(where)
+            self.collectors_ok(samples, where)
+            self.netlink_clean(samples, where)
+            stats[where] = self.netlink_bracketed(samples, where, 'stat', 'rdma_netlink_port_stat_total', 'counter')
+            res = self.netlink_bracketed(samples, where, 'res', 'rdma_resources', 'type')
+            for name in ('sent_pkts', 'rdma_sends'):
+                if name in stats[where]:
+                    print('     %s %s: rdma statistic %d <= exporter %g <= %d' % ((where, name) + stats[where][name]))
+            for name in ('qp', 'cq', 'mr', 'pd', 'cm_id'):
+                if name in res:
+                    print('     %s %s: rdma resource %d, exporter %g, %d' % ((where, name) + res[name]))
+            self.netlink_qps(samples, where)
+        for name in IO_COUNTERS:
+            b, a = stats.get('idle', {}).get(name), stats.get('after-io', {}).get(name)
+            if self.check(b and a and b[1] is not None and a[1] is not None, 'port stat %s in idle and after-io' % name):
+                self.check(a[1] > b[1], 'rdma_netlink_port_stat_total{counter="%s"} increased during I/O' % name,
+                           '%g -> %g' % (b[1], a[1]))
+        last = self.metrics('qp-bind')
+        self.expect_one(last, 'qp-bind', 'nvmeof_exporter_collector_success', 1.0, collector='rdma_netlink')
         self.fio('io')
         self.exporter_alive()
 

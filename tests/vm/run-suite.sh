@@ -4,13 +4,13 @@
 # VM console log. Called by .ci/run after the host tests.
 #
 #   tests/vm/run-suite.sh [--exporter PATH] [--out DIR] [--kernels "6.1 6.12"]
-#                         [--scenarios "rdma tcp hotload pathfault stages"] [--no-install]
+#                         [--scenarios "rdma tcp hotload pathfault stages netlink"] [--no-install]
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 EXPORTER=${NVMEOF_EXPORTER:-$HERE/../../build/nvmeof_exporter}
 OUT=/tmp/nvmeof-vm
 KERNELS="6.1 6.12"
-SCENARIOS="rdma tcp hotload pathfault stages"
+SCENARIOS="rdma tcp hotload pathfault stages netlink"
 INSTALL=1
 while [ $# -gt 0 ]; do
   case $1 in

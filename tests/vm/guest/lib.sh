@@ -216,3 +216,18 @@ stop_exporter() {
 	wait "$EXPORTER_PID"
 	kill "$killer" 2>/dev/null
 }
+
+# ---- rdma netlink (scenario netlink) ----
+# `rdma` JSON around a scrape, like snapshot() does for sysfs: the kernel's statistics and resource
+# counts read right before and right after bracket the exporter's values, also during I/O.
+rdma_json() { # NAME-SUFFIX
+	rdma -j statistic show >"$R/rdma-stat-$1.json" 2>&1 || fail "rdma statistic show ($1)"
+	rdma -j resource show >"$R/rdma-res-$1.json" 2>&1 || fail "rdma resource show ($1)"
+}
+netlink_snapshot() { # NAME -> rdma-{stat,res}-NAME-{pre,post}.json, rdma-{qp,cm_id}-NAME.json, metrics-NAME.prom
+	rdma_json "$1-pre"
+	scrape "$1"
+	rdma_json "$1-post"
+	rdma -j resource show qp >"$R/rdma-qp-$1.json" 2>&1
+	rdma -j resource show cm_id >"$R/rdma-cm_id-$1.json" 2>&1
+}
