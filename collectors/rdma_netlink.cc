@@ -119,7 +119,7 @@ class SocketTransport : public RdmaNetlinkTransport {
 
  private:
   int DoExchange(const Request& req, RdmaNetlinkBudget& budget, std::vector<std::uint8_t>* reply) {
-    if (budget.exhausted) return kErrTimeBudget;
+    if (budget.exhausted) return budget.exhausted;
     const std::uint32_t seq = ++seq_;
     const auto msg = rdmanl::BuildRequest(req, seq);
     sockaddr_nl kernel{};
@@ -131,8 +131,7 @@ class SocketTransport : public RdmaNetlinkTransport {
     for (;;) {
       const auto left = budget.deadline - Clock::now();
       if (left <= Clock::duration::zero()) {
-        budget.exhausted = true;
-        return kErrTimeBudget;
+        return budget.exhausted = kErrTimeBudget;
       }
       const auto us = std::max<std::int64_t>(
           1000, std::chrono::duration_cast<std::chrono::microseconds>(left).count());
@@ -142,16 +141,12 @@ class SocketTransport : public RdmaNetlinkTransport {
       const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), MSG_TRUNC);
       if (n < 0) {
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          budget.exhausted = true;
-          return kErrTimeBudget;
-        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return budget.exhausted = kErrTimeBudget;
         return errno;
       }
       if (static_cast<std::size_t>(n) > buf_.size()) return kErrTruncated;
       if (static_cast<std::uint64_t>(n) > budget.bytes_left) {
-        budget.exhausted = true;
-        return kErrByteBudget;
+        return budget.exhausted = kErrByteBudget;
       }
       budget.bytes_left -= static_cast<std::uint64_t>(n);
       budget.bytes_read += static_cast<std::uint64_t>(n);
@@ -185,10 +180,8 @@ class ReplayTransport : public RdmaNetlinkTransport {
   void Close() override {}
   int Exchange(const Request& req, RdmaNetlinkBudget& budget,
                std::vector<std::uint8_t>* reply) override {
-    if (budget.exhausted || Clock::now() >= budget.deadline) {
-      budget.exhausted = true;
-      return kErrTimeBudget;
-    }
+    if (budget.exhausted) return budget.exhausted;
+    if (Clock::now() >= budget.deadline) return budget.exhausted = kErrTimeBudget;
     std::ifstream in(dir_ + "/" + rdmanl::RequestKey(req) + ".bin", std::ios::binary);
     if (!in) return ENOENT;
     std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(in)),
@@ -198,10 +191,7 @@ class ReplayTransport : public RdmaNetlinkTransport {
     const bool whole = rdmanl::SplitMessages(Bytes(data), &msgs);
     for (const auto& raw : msgs) {
       const std::uint64_t len = NLMSG_ALIGN(raw.size());
-      if (len > budget.bytes_left) {
-        budget.exhausted = true;
-        return kErrByteBudget;
-      }
+      if (len > budget.bytes_left) return budget.exhausted = kErrByteBudget;
       budget.bytes_left -= len;
       budget.bytes_read += len;
       reply->insert(reply->end(), raw.begin(), raw.end());
@@ -227,7 +217,8 @@ class Session {
   // Runs `req`; returns the decodable data messages of the expected type. *err gets the kernel's
   // or the transport's errno (0 if none). Failures count in the request-failure self-metric; the
   // caller decides which series that costs.
-  std::vector<Bytes> Call(const Request& req, int* err) {
+  // Errors listed in `absent` mean "this kernel or device has no such thing": not failures.
+  std::vector<Bytes> Call(const Request& req, int* err, std::initializer_list<int> absent = {}) {
     replies_.emplace_back();
     auto& reply = replies_.back();
     int terr = t_.Exchange(req, budget_, &reply);
@@ -245,7 +236,7 @@ class Session {
     *err = terr ? terr : scan.error ? scan.error : (scan.malformed || strays) ? EBADMSG : 0;
     // A doit that ends without its answer (or a dump without DONE) was cut short.
     if (!*err && !scan.done && (req.dump || data.empty())) *err = EBADMSG;
-    if (*err) Fail(req, *err);
+    if (*err && std::find(absent.begin(), absent.end(), *err) == absent.end()) Fail(req, *err);
     return data;
   }
 
@@ -388,7 +379,8 @@ class RdmaNetlinkCollector : public Collector {
   std::vector<rdmanl::HwCounter> ReadStatus(Session& s, const rdmanl::Device& d, std::uint32_t port,
                                             MetricSink& out, bool* failed) {
     int err = 0;
-    auto msgs = s.Call({RDMA_NLDEV_CMD_STAT_GET_STATUS, false, d.index, port, {}, {}}, &err);
+    auto msgs = s.Call({RDMA_NLDEV_CMD_STAT_GET_STATUS, false, d.index, port, {}, {}}, &err,
+                       {EINVAL, EOPNOTSUPP});
     *failed = false;
     if (err == EINVAL || err == EOPNOTSUPP) {
       // Before 5.16 the command does not exist (EINVAL); devices without hw counters refuse it.

@@ -19,7 +19,7 @@ struct RdmaNetlinkBudget {
   std::chrono::steady_clock::time_point deadline;
   std::uint64_t bytes_left = 0;
   std::uint64_t bytes_read = 0;
-  bool exhausted = false;
+  int exhausted = 0;  // kErrTimeBudget or kErrByteBudget once spent; every later request fails
 };
 
 // Pseudo-errnos of the transport, beyond the kernel's own.

@@ -403,8 +403,11 @@ class Checker(StagesChecks):
             if self.check(b and a and b[1] is not None and a[1] is not None, 'port stat %s in idle and after-io' % name):
                 self.check(a[1] > b[1], 'rdma_netlink_port_stat_total{counter="%s"} increased during I/O' % name,
                            '%g -> %g' % (b[1], a[1]))
-        last = self.metrics('qp-bind')
-        self.expect_one(last, 'qp-bind', 'nvmeof_exporter_collector_success', 1.0, collector='rdma_netlink')
+        final = self.metrics('final')  # after a QP bind attempt, which rxe refuses
+        self.netlink_clean(final, 'final')
+        self.netlink_bracketed(final, 'final', 'stat', 'rdma_netlink_port_stat_total', 'counter')
+        self.netlink_bracketed(final, 'final', 'res', 'rdma_resources', 'type')
+        self.netlink_qps(final, 'final')
         self.fio('io')
         self.exporter_alive()
 

@@ -24,12 +24,13 @@ netlink_snapshot after-io
 uname -r >"$R/kernel-release.txt"
 # rxe has no optional counters, and the kernel never auto-binds kernel QPs (NVMe-oF's) to
 # counters; a manual bind needs the driver's counter_bind_qp (mlx5 has it, rxe not). Record what
-# this kernel answers to both, for the README, and scrape once more.
+# this kernel answers to both, for the README. The last scrape's recorded replies become
+# tests/fixtures/netlink/<kernel>/, with its /metrics and rdma's JSON around it to check them by.
 {
 	rdma statistic qp set link rxe0/1 auto type on; echo "auto rc=$?"
 	qpn=$(rdma resource show qp link rxe0/1 | awk '/ RC / {for (i = 1; i < NF; i++) if ($i == "lqpn") {print $(i + 1); exit}}')
 	rdma statistic qp bind link rxe0/1 lqpn "$qpn"; echo "bind lqpn $qpn rc=$?"
 	rdma statistic qp show; echo "show rc=$?"
 } >"$R/rdma-qp-bind.txt" 2>&1
-scrape qp-bind
+netlink_snapshot final
 finish
