@@ -6,6 +6,7 @@
 #include <rdma/rdma_netlink.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace nvmeof::rdmanl {
@@ -297,7 +298,14 @@ Scan ScanMessages(Bytes buf) {
       } else if (hdr.nlmsg_type == NLMSG_ERROR) {
         scan.malformed = true;
       }
-      scan.error = err < 0 ? -err : err;
+      // The kernel sends -errno (MAX_ERRNO is 4095); anything else (INT_MIN, found by the
+      // fuzzer, cannot even be negated) is not an answer we understand.
+      if (err <= 0 && err > -4096) {
+        scan.error = -err;
+      } else {
+        scan.error = EBADMSG;
+        scan.malformed = true;
+      }
       scan.done = true;
     } else if (hdr.nlmsg_type >= NLMSG_MIN_TYPE) {
       scan.data.push_back({hdr.nlmsg_type, hdr.nlmsg_flags, hdr.nlmsg_seq, payload, raw});

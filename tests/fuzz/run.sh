@@ -32,6 +32,8 @@ for kdir in sorted(glob.glob(os.path.join(fixtures, '*/'))):
         seq += struct.pack('<H', len(data)) + data
     open(os.path.join(out, 'scrape-%s' % k), 'wb').write(seq)
 PY
+# Inputs that once crashed it stay in the corpus.
+cp tests/fuzz/regressions/* "$OUT/corpus/" 2>/dev/null || true
 echo "fuzz: $(ls "$OUT/corpus" | wc -l) seeds, ${SECONDS_BUDGET}s"
 set +e
 "$BUILD/tests/fuzz/rdma_netlink_fuzz" -max_total_time="$SECONDS_BUDGET" -max_len=16384 \

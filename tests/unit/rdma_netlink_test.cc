@@ -12,6 +12,7 @@
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -466,6 +467,26 @@ TEST(RdmaNetlinkMalformed, BadLengthsAndGarbage) {
     auto r = ScrapeDir(dir.path(), PerQp());
     EXPECT_TRUE(r.ok);
   }
+}
+
+// Error codes outside the kernel's -4095..0: INT_MIN made `-err` overflow (found by the fuzzer,
+// tests/fuzz/regressions/); positive ones are no errno either.
+TEST(RdmaNetlinkMalformed, ErrorCodeOutOfRange) {
+  for (int code : {INT_MIN, -4096, 1, INT_MAX}) {
+    Buf msg = Control(NLMSG_ERROR, 0);
+    std::memcpy(msg.data() + NLMSG_HDRLEN, &code, sizeof code);
+    const auto scan = rdmanl::ScanMessages(msg);
+    EXPECT_TRUE(scan.malformed) << code;
+    EXPECT_TRUE(scan.done) << code;
+    EXPECT_EQ(scan.error, EBADMSG) << code;
+    ReplyDir dir;
+    dir.Put("stat_get-d0-p1", msg);
+    auto s = ScrapeDir(dir.path());
+    EXPECT_EQ(Failures(s.sink, "stat_get", "malformed"), 1) << code;
+  }
+  const auto eperm = rdmanl::ScanMessages(Error(EPERM));
+  EXPECT_FALSE(eperm.malformed);
+  EXPECT_EQ(eperm.error, EPERM);
 }
 
 // One bad counter entry (a name that is not a clean label value) costs one series, not the port.
