@@ -91,10 +91,14 @@ void Record(const std::string& dir, const Request& req, const std::vector<std::u
 
 class SocketTransport : public RdmaNetlinkTransport {
  public:
-  explicit SocketTransport(std::string record_dir)
-      : record_dir_(std::move(record_dir)), buf_(kRecvBuffer) {}
+  SocketTransport(std::string record_dir, std::string sysfs)
+      : record_dir_(std::move(record_dir)), sysfs_(std::move(sysfs)), buf_(kRecvBuffer) {}
 
   int Open() override {
+    // socket(NETLINK_RDMA) makes the kernel modprobe ib_core when it is not loaded (seen in the
+    // VM's hotload scenario): a scrape must not load modules. ib_core registers the infiniband
+    // class, so without that directory there is no RDMA stack to ask.
+    if (!IsDir(sysfs_ + "/class/infiniband")) return EPROTONOSUPPORT;
     // Without ib_core (or CONFIG_INFINIBAND) the protocol does not exist: EPROTONOSUPPORT.
     Fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA));
     if (fd.get() < 0) return errno;
@@ -168,6 +172,7 @@ class SocketTransport : public RdmaNetlinkTransport {
   }
 
   std::string record_dir_;
+  std::string sysfs_;
   std::vector<std::uint8_t> buf_;
   Fd fd_;
   std::uint32_t seq_ = static_cast<std::uint32_t>(::time(nullptr));
@@ -294,8 +299,10 @@ class RdmaNetlinkCollector : public Collector {
     std::lock_guard<std::mutex> lock(mu_);
     int err = t_->Open();
     if (err == EPROTONOSUPPORT || err == EAFNOSUPPORT) {
-      LogDebug("no RDMA netlink in this kernel (ib_core not loaded?): no rdma_netlink series",
-               Kv("err", ErrName(err)));
+      LogDebug(
+          "no RDMA netlink (no ib_core: no sysfs class/infiniband, or a kernel without "
+          "RDMA): no rdma_netlink series",
+          Kv("err", ErrName(err)));
       return true;
     }
     if (err) {
@@ -594,8 +601,9 @@ class RdmaNetlinkCollector : public Collector {
 
 }  // namespace
 
-std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkSocket(std::string record_dir) {
-  return std::make_unique<SocketTransport>(std::move(record_dir));
+std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkSocket(std::string record_dir,
+                                                           std::string sysfs) {
+  return std::make_unique<SocketTransport>(std::move(record_dir), std::move(sysfs));
 }
 
 std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkReplay(std::string dir) {
@@ -608,7 +616,8 @@ std::unique_ptr<Collector> NewRdmaNetlinkCollector(
 }
 
 std::unique_ptr<Collector> NewRdmaNetlinkCollector(const CollectorOptions& options) {
-  return NewRdmaNetlinkCollector(options, NewRdmaNetlinkSocket(options.rdma_netlink.record_dir));
+  return NewRdmaNetlinkCollector(
+      options, NewRdmaNetlinkSocket(options.rdma_netlink.record_dir, options.paths.sysfs));
 }
 
 }  // namespace nvmeof

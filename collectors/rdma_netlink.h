@@ -41,8 +41,10 @@ class RdmaNetlinkTransport {
 };
 
 // The real one. With a non-empty record_dir every reply is also written to
-// record_dir/<RequestKey>.bin (how tests/fixtures/netlink/ was captured).
-std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkSocket(std::string record_dir);
+// record_dir/<RequestKey>.bin (how tests/fixtures/netlink/ was captured). No socket is opened
+// while <sysfs>/class/infiniband is missing: that would make the kernel load ib_core.
+std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkSocket(std::string record_dir,
+                                                           std::string sysfs);
 // Answers each request with record_dir/<RequestKey>.bin; a missing directory behaves like a
 // kernel without RDMA netlink, a missing file like a request the kernel never answered.
 std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkReplay(std::string dir);

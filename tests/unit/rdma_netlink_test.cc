@@ -26,6 +26,7 @@
 
 #include "collectors/rdma_netlink.h"
 #include "collectors/rdma_netlink_parse.h"
+#include "collectors/registry.h"
 #include "exporter/config.h"
 #include "tests/unit/sink_query.h"
 
@@ -383,12 +384,26 @@ TEST(RdmaNetlink, NoRdmaNetlinkIsSuccessWithNoSeries) {
 }
 
 // The real socket on this machine: 6.18 without RDMA refuses NETLINK_RDMA; a kernel with ib_core
-// answers. Either way the collector succeeds and never reports a failed request for GET.
+// answers. Either way the collector succeeds and never reports a failed request for GET. The
+// fixture sysfs has class/infiniband, so the socket is really opened.
 TEST(RdmaNetlink, RealSocket) {
   CollectorOptions options;
   MetricSink sink;
-  EXPECT_TRUE(NewRdmaNetlinkCollector(options, NewRdmaNetlinkSocket(""))->Collect(sink));
+  const std::string sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
+  EXPECT_TRUE(NewRdmaNetlinkCollector(options, NewRdmaNetlinkSocket("", sysfs))->Collect(sink));
   EXPECT_EQ(sink.skipped(), 0u);
+  EXPECT_TRUE(Select(sink, "nvmeof_exporter_rdma_netlink_request_failures").empty());
+}
+
+// No class/infiniband: no socket at all (opening one would modprobe ib_core), no series.
+TEST(RdmaNetlink, NoInfinibandClassNoSocket) {
+  auto t = NewRdmaNetlinkSocket("", "/nonexistent-sysfs");
+  EXPECT_EQ(t->Open(), EPROTONOSUPPORT);
+  CollectorOptions options;
+  options.paths.sysfs = "/nonexistent-sysfs";
+  MetricSink sink;
+  EXPECT_TRUE(NewRdmaNetlinkCollector(options)->Collect(sink));
+  EXPECT_TRUE(sink.Empty());
 }
 
 // ---- damaged replies ----
