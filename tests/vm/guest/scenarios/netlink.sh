@@ -8,7 +8,8 @@ setup_net || die "network/rxe setup"
 setup_target rdma 1 4420 nqn.2024-01.io.nvmeof-exporter:vm-netlink /dev/nullb0 || die "nvmet setup"
 mkdir -p "$R/netlink-capture"
 printf 'rdma_netlink:\n  per_qp: true\n' >/tmp/netlink.yml
-# No eBPF here: its trial loads take 30-60 s at start under TCG, and this scenario is about netlink.
+# No eBPF here: its program loads cost tens of seconds of start-up under TCG, and this scenario is
+# about netlink.
 EXPORTER_ARGS="${EXPORTER_ARGS:-} --no-collector.bpf --config.file=/tmp/netlink.yml --testing.rdma-netlink-record-dir=$R/netlink-capture"
 start_exporter || die "exporter start"
 connect rdma 4420 nqn.2024-01.io.nvmeof-exporter:vm-netlink || die "nvme connect"
