@@ -230,17 +230,15 @@ AttachPlan PlanNvmeof(const CollectorOptions& options, const std::string& btf_pa
       waiting.push_back(&h);
     }
   }
-  KernelProber prober(
-      options.paths,
-      [&](const Variant& v, std::string* error) {
-        if (!trial_loads) return 0;
-        Skeleton<nvmeof_bpf> trial = OpenNvmeof(btf_path, options.bpf, error);
-        if (!trial) return -EINVAL;
-        bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
-        bpf_map__set_max_entries(trial->maps.nv_hists, 1);
-        bpf_map__set_max_entries(trial->maps.nv_names, 1);
-        return LoadAndAttach(trial->skeleton, {v.program}, error);
-      });
+  KernelProber prober(options.paths, [&](const Variant& v, std::string* error) {
+    if (!trial_loads) return 0;
+    Skeleton<nvmeof_bpf> trial = OpenNvmeof(btf_path, options.bpf, error);
+    if (!trial) return -EINVAL;
+    bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
+    bpf_map__set_max_entries(trial->maps.nv_hists, 1);
+    bpf_map__set_max_entries(trial->maps.nv_names, 1);
+    return LoadAndAttach(trial->skeleton, {v.program}, error);
+  });
   AttachPlan plan = PlanAttach(candidates, forced, prober);
   // PlanAttach points into `candidates`; repoint at the static table.
   for (auto& hp : plan.hooks) {

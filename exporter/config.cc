@@ -160,11 +160,10 @@ bool ValidMechanism(const std::string& m) {
 }
 
 bool ReadBpf(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
-  if (!CheckKeys(
-          node, "bpf",
-          {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats", "block_devices",
-           "size_classes"},
-          error)) {
+  if (!CheckKeys(node, "bpf",
+                 {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
+                  "block_devices", "size_classes"},
+                 error)) {
     return false;
   }
   if (node["mechanism"]) {
