@@ -43,10 +43,13 @@ if [ "$ACCEL" = auto ]; then
   # A PVM-type nested KVM (kvm_pvm) cannot run a stock guest kernel: it hangs in early boot.
   if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ]; then ACCEL=kvm; else ACCEL=tcg; fi
 fi
+# `stages` starts the exporter three times and runs 12 fio jobs: 200-280 s of VM time under TCG.
+SCALE=1
+[ "$SCENARIO" = stages ] && SCALE=3
 # shellcheck disable=SC2054 # the commas belong to the option values
 case $ACCEL in
-  kvm) ACCEL_ARGS=(-accel kvm -cpu host); TIMEOUT=${TIMEOUT:-120} ;;
-  tcg) ACCEL_ARGS=(-accel tcg,thread=multi -cpu max,la57=off); TIMEOUT=${TIMEOUT:-300} ;;
+  kvm) ACCEL_ARGS=(-accel kvm -cpu host); TIMEOUT=${TIMEOUT:-$((120 * SCALE))} ;;
+  tcg) ACCEL_ARGS=(-accel tcg,thread=multi -cpu max,la57=off); TIMEOUT=${TIMEOUT:-$((300 * SCALE))} ;;
   *) echo "bad --accel $ACCEL" >&2; exit 2 ;;
 esac
 OUT=${OUT:-/tmp/nvmeof-vm/$KERNEL_ARG/$SCENARIO}
