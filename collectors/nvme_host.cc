@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "collectors/base/files.h"
 #include "collectors/registry.h"
-#include "collectors/sysfs.h"
 
 namespace nvmeof {
 namespace {

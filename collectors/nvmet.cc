@@ -10,8 +10,8 @@
 // Only names and small attributes are read, so this is cheap even with many subsystems.
 #include <string>
 
+#include "collectors/base/files.h"
 #include "collectors/registry.h"
-#include "collectors/sysfs.h"
 
 namespace nvmeof {
 namespace {

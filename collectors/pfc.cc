@@ -11,9 +11,11 @@
 #include <unordered_map>
 #include <utility>
 
+#include "collectors/base/fd.h"
+#include "collectors/base/files.h"
+#include "collectors/base/log.h"
+#include "collectors/kernel/rdma_sysfs.h"
 #include "collectors/registry.h"
-#include "collectors/sysfs.h"
-#include "exporter/log.h"
 
 namespace nvmeof {
 namespace {
@@ -312,11 +314,6 @@ class PfcCollector : public Collector {
 };
 
 // ---- Sources ---------------------------------------------------------------------------------
-
-std::string ErrnoName(int err) {
-  const char* name = ::strerrorname_np(err);
-  return name ? name : std::to_string(err);
-}
 
 class KernelSource : public NetdevStatsSource {
  public:

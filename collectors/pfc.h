@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
-#include "collectors/dcb.h"
-#include "collectors/ethtool.h"
+#include "collectors/base/collector.h"
+#include "collectors/kernel/dcb.h"
+#include "collectors/kernel/ethtool.h"
 
 namespace nvmeof {
 

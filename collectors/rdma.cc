@@ -15,9 +15,10 @@
 #include <string>
 #include <string_view>
 
+#include "collectors/base/files.h"
+#include "collectors/kernel/rdma_sysfs.h"
 #include "collectors/rdma_counter_map.h"
 #include "collectors/registry.h"
-#include "collectors/sysfs.h"
 
 namespace nvmeof {
 namespace {

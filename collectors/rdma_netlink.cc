@@ -25,9 +25,10 @@
 #include <sstream>
 #include <utility>
 
+#include "collectors/base/fd.h"
+#include "collectors/base/files.h"
+#include "collectors/base/log.h"
 #include "collectors/registry.h"
-#include "collectors/sysfs.h"
-#include "exporter/log.h"
 
 namespace nvmeof {
 namespace {
@@ -52,35 +53,8 @@ std::string ErrName(int err) {
     case EBADMSG:
       return "malformed";
   }
-  const char* name = strerrorname_np(err);
-  return name ? name : "errno_" + std::to_string(err);
+  return ErrnoName(err);
 }
-
-// Move-only fd owner (bpf_kernel.h has one too, but that header needs libbpf).
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 void Record(const std::string& dir, const Request& req, const std::vector<std::uint8_t>& reply) {
   if (dir.empty()) return;
@@ -100,7 +74,7 @@ class SocketTransport : public RdmaNetlinkTransport {
     // class, so without that directory there is no RDMA stack to ask.
     if (!IsDir(sysfs_ + "/class/infiniband")) return EPROTONOSUPPORT;
     // Without ib_core (or CONFIG_INFINIBAND) the protocol does not exist: EPROTONOSUPPORT.
-    Fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA));
+    UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA));
     if (fd.get() < 0) return errno;
     sockaddr_nl local{};
     local.nl_family = AF_NETLINK;
@@ -174,7 +148,7 @@ class SocketTransport : public RdmaNetlinkTransport {
   std::string record_dir_;
   std::string sysfs_;
   std::vector<std::uint8_t> buf_;
-  Fd fd_;
+  UniqueFd fd_;
   std::uint32_t seq_ = static_cast<std::uint32_t>(::time(nullptr));
 };
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/collector.h"
-#include "collectors/rdma_netlink_parse.h"
+#include "collectors/base/collector.h"
+#include "collectors/kernel/nldev.h"
 
 namespace nvmeof {
 

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/base/collector.h"
 
 namespace nvmeof {
 

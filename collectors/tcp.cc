@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "collectors/base/files.h"
 #include "collectors/registry.h"
-#include "collectors/sysfs.h"
 
 namespace nvmeof {
 namespace {

@@ -6,9 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "collectors/base/files.h"
+#include "collectors/base/log.h"
 #include "collectors/registry.h"
-#include "collectors/sysfs.h"
-#include "exporter/log.h"
 
 namespace nvmeof {
 namespace {

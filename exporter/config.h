@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/base/collector.h"
 
 namespace nvmeof {
 

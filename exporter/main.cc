@@ -5,10 +5,10 @@
 #include <cstring>
 #include <iostream>
 
-#include "collectors/bpf_collector.h"
+#include "collectors/base/log.h"
+#include "collectors/bpf.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
-#include "exporter/log.h"
 #include "exporter/scraper.h"
 #include "exporter/web_config.h"
 #include "exporter/web_server.h"

@@ -6,7 +6,7 @@
 #include <future>
 #include <sstream>
 
-#include "exporter/log.h"
+#include "collectors/base/log.h"
 
 namespace nvmeof {
 

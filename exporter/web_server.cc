@@ -9,7 +9,7 @@
 #include <cstring>
 #include <memory>
 
-#include "exporter/log.h"
+#include "collectors/base/log.h"
 
 namespace nvmeof {
 namespace {

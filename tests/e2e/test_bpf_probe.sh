@@ -4,7 +4,7 @@
 # and says why the eBPF stages are missing.
 source "$(dirname "$0")/lib.sh"
 
-[ "$(id -u)" = 0 ] || { echo "skip: needs root (to drop privileges and to load BPF)"; exit 0; }
+[ "$(id -u)" = 0 ] || { echo "skip: needs root (to drop privileges and to load BPF)"; exit 77; }
 
 # As root: exit 0 iff the table ends in "result: ok", and the chosen mechanism is the forced one.
 for mech in auto fentry kprobe tp_btf raw_tp; do
@@ -36,7 +36,7 @@ grep -q '^result: ok$' "$WORK/probe-auto.txt" || fail "auto: no mechanism attach
 pass "probe as root: table and exit status agree for every mechanism"
 
 # Without privileges: probe fails with the reason, the exporter serves and reports it.
-command -v setpriv >/dev/null || { echo "skip: no setpriv for the unprivileged part"; exit 0; }
+command -v setpriv >/dev/null || fail "setpriv (util-linux) missing: the unprivileged part cannot run"
 NOPRIV=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all --)
 rc=0
 "${NOPRIV[@]}" "$EXPORTER" probe >"$WORK/probe-nopriv.txt" 2>&1 || rc=$?

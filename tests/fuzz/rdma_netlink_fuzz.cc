@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "collectors/rdma_netlink.h"
-#include "collectors/rdma_netlink_parse.h"
-#include "exporter/log.h"
+#include "collectors/kernel/nldev.h"
+#include "collectors/base/log.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The bpf collector over a fake kernel side (BlockSource) and a fixture sysfs tree.
-#include "collectors/bpf_collector.h"
+#include "collectors/bpf.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

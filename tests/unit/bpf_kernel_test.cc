@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "collectors/bpf_collector.h"
+#include "collectors/bpf.h"
 
 namespace nvmeof {
 namespace {

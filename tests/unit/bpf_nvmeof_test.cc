@@ -7,8 +7,8 @@
 #include <memory>
 #include <set>
 
-#include "collectors/bpf_collector.h"
-#include "collectors/bpf_nvmeof.h"
+#include "collectors/bpf.h"
+#include "collectors/bpf/nvmeof.h"
 #include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 

@@ -1,4 +1,4 @@
-#include "collectors/ethtool.h"
+#include "collectors/kernel/ethtool.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/dcb.h"
+#include "collectors/kernel/dcb.h"
 
 namespace nvmeof {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "collectors/registry.h"
-#include "collectors/sysfs.h"
+#include "collectors/base/files.h"
 
 namespace nvmeof {
 namespace {
@@ -134,7 +134,7 @@ bool HaveSysfsFixtures() { return IsDir(kFixtures + "/sysfs/class/infiniband"); 
 class PfcFixtureTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!HaveSysfsFixtures()) GTEST_SKIP() << "tests/fixtures/sysfs not present";
+    ASSERT_TRUE(HaveSysfsFixtures()) << "checked-in fixture tests/fixtures/sysfs is missing";
     auto c = NewPfcCollector(FixtureOptions(kFixtures + "/sysfs", kEthtool));
     EXPECT_EQ(c->Name(), "pfc");
     ok_ = c->Collect(sink_);

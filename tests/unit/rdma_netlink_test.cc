@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "collectors/rdma_netlink.h"
-#include "collectors/rdma_netlink_parse.h"
+#include "collectors/kernel/nldev.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
 #include "tests/unit/sink_query.h"

@@ -1,4 +1,5 @@
-#include "collectors/sysfs.h"
+#include "collectors/base/files.h"
+#include "collectors/kernel/rdma_sysfs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "collectors/dcb.h"
+#include "collectors/kernel/dcb.h"
 
 #include <libmnl/libmnl.h>
 #include <linux/dcbnl.h>

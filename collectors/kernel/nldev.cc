@@ -1,4 +1,4 @@
-#include "collectors/rdma_netlink_parse.h"
+#include "collectors/kernel/nldev.h"
 
 #include <arpa/inet.h>
 #include <linux/netlink.h>

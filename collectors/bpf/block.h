@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "bpf/block_maps.h"
-#include "collectors/bpf_attach.h"
-#include "collectors/collector.h"
+#include "collectors/base/collector.h"
+#include "collectors/bpf/attach.h"
 
 namespace nvmeof {
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "bpf/nvmeof_maps.h"
-#include "collectors/bpf_attach.h"
-#include "collectors/bpf_block.h"
-#include "collectors/collector.h"
+#include "collectors/base/collector.h"
+#include "collectors/bpf/attach.h"
+#include "collectors/bpf/block.h"
 
 namespace nvmeof {
 

@@ -1,4 +1,4 @@
-#include "collectors/ethtool.h"
+#include "collectors/kernel/ethtool.h"
 
 #include <linux/ethtool.h>
 #include <linux/netlink.h>

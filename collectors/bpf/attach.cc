@@ -1,11 +1,11 @@
-#include "collectors/bpf_attach.h"
+#include "collectors/bpf/attach.h"
 
 #include <sys/utsname.h>
 
 #include <iomanip>
 #include <sstream>
 
-#include "collectors/sysfs.h"
+#include "collectors/base/files.h"
 
 namespace nvmeof {
 

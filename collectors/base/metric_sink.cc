@@ -1,4 +1,4 @@
-#include "collectors/metric_sink.h"
+#include "collectors/base/metric_sink.h"
 
 #include <limits>
 

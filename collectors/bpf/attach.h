@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/base/collector.h"
 
 namespace nvmeof {
 

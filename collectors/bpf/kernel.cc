@@ -1,5 +1,4 @@
-#ifdef NVMEOF_HAVE_BPF
-#include "collectors/bpf_kernel.h"
+#include "collectors/bpf/kernel.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -13,22 +12,10 @@
 #include <fstream>
 #include <mutex>
 
-#include "collectors/sysfs.h"
-#include "exporter/log.h"
+#include "collectors/base/files.h"
+#include "collectors/base/log.h"
 
 namespace nvmeof {
-
-UniqueFd::~UniqueFd() {
-  if (fd_ >= 0) close(fd_);
-}
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
 
 namespace {
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
@@ -45,12 +32,6 @@ int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args)
 void InstallLibbpfLogger() {
   static std::once_flag once;
   std::call_once(once, [] { libbpf_set_print(LibbpfPrint); });
-}
-
-std::string ErrnoName(int err) {
-  if (err < 0) err = -err;
-  const char* name = strerrorname_np(err);
-  return name ? name : "errno " + std::to_string(err);
 }
 
 int LoadAndAttach(const bpf_object_skeleton* skeleton,
@@ -190,5 +171,13 @@ bool BpfStatsSysctlEnabled(const Paths& paths) {
   return v && *v != 0;
 }
 
+UniqueFd EnableRunTimeStats() {
+  const int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+  if (fd < 0) {
+    LogWarn("cannot enable BPF run-time stats", Kv("err", ErrnoName(fd)));
+    return UniqueFd();
+  }
+  return UniqueFd(fd);
+}
+
 }  // namespace nvmeof
-#endif  // NVMEOF_HAVE_BPF

@@ -1,4 +1,4 @@
-#include "collectors/bpf_histogram.h"
+#include "collectors/bpf/histogram.h"
 
 #include <algorithm>
 #include <cmath>

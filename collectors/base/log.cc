@@ -1,4 +1,4 @@
-#include "exporter/log.h"
+#include "collectors/base/log.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "collectors/sysfs.h"
+#include "collectors/base/files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -8,16 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <set>
 
 namespace nvmeof {
-
-bool NameFilter::Allows(std::string_view name) const {
-  const std::string s(name);
-  if (include && !std::regex_match(s, *include)) return false;
-  if (exclude && std::regex_match(s, *exclude)) return false;
-  return true;
-}
 
 std::optional<std::string> ReadFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -93,42 +85,6 @@ std::optional<std::string> ReadLinkBase(const std::string& path) {
   while (!target.empty() && target.back() == '/') target.pop_back();
   auto slash = target.rfind('/');
   return slash == std::string::npos ? target : target.substr(slash + 1);
-}
-
-std::vector<std::string> PortNetdevs(const std::string& port_dir) {
-  const std::string ndevs = port_dir + "/gid_attrs/ndevs";
-  std::vector<std::uint64_t> slots;
-  for (const auto& name : ListDir(ndevs)) {
-    if (auto n = ParseU64(name)) slots.push_back(*n);
-  }
-  std::sort(slots.begin(), slots.end());
-  constexpr int kMaxUnusedRun = 32;
-  std::set<std::string> found;
-  int unused_run = 0;
-  for (auto slot : slots) {
-    auto name = ReadFile(ndevs + "/" + std::to_string(slot));
-    if (!name || name->empty()) {
-      if (++unused_run >= kMaxUnusedRun) break;
-      continue;
-    }
-    unused_run = 0;
-    found.insert(*name);
-  }
-  return {found.begin(), found.end()};
-}
-
-std::vector<RdmaNetdev> ListRdmaNetdevs(const Paths& paths, const NameFilter& devices) {
-  std::vector<RdmaNetdev> out;
-  const std::string root = paths.sysfs + "/class/infiniband";
-  for (const auto& dev : ListDir(root)) {
-    if (!devices.Allows(dev)) continue;
-    for (const auto& port : ListDir(root + "/" + dev + "/ports")) {
-      for (auto& netdev : PortNetdevs(root + "/" + dev + "/ports/" + port)) {
-        out.push_back({dev, port, std::move(netdev)});
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace nvmeof

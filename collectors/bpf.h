@@ -5,9 +5,9 @@
 #include <memory>
 #include <ostream>
 
-#include "collectors/bpf_block.h"
-#include "collectors/bpf_nvmeof.h"
-#include "collectors/collector.h"
+#include "collectors/base/collector.h"
+#include "collectors/bpf/block.h"
+#include "collectors/bpf/nvmeof.h"
 
 namespace nvmeof {
 

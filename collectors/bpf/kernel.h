@@ -14,7 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/bpf_attach.h"
+#include "collectors/base/fd.h"
+#include "collectors/bpf/attach.h"
 
 namespace nvmeof {
 
@@ -48,28 +49,8 @@ class Skeleton {
   S* s_ = nullptr;
 };
 
-// Owns a file descriptor (e.g. the one BPF_ENABLE_STATS returns: stats stay on while open).
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd();
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
-
 // Routes libbpf's messages to the debug log (once per process).
 void InstallLibbpfLogger();
-
-// "EPERM" for EPERM: short, bounded reasons for the probe table.
-std::string ErrnoName(int err);
 
 // Opens skeleton S (bpftool's S::open) with CO-RE against `btf_path` ("" = the running
 // kernel's BTF); empty with *error set on failure.
@@ -111,6 +92,10 @@ class KernelProber : public VariantProber {
   bool vmlinux_tried_ = false;
   std::vector<std::pair<std::string, struct btf*>> modules_;
 };
+
+// BPF_ENABLE_STATS(BPF_STATS_RUN_TIME): run_count/run_time_ns move while the returned fd is
+// open. Invalid (and one warning logged) when the kernel refuses.
+UniqueFd EnableRunTimeStats();
 
 bool ReadProgramStats(const bpf_program* program, ProgramStats* stats);
 

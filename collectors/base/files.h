@@ -5,9 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include "collectors/collector.h"
 
 namespace nvmeof {
 
@@ -27,19 +26,5 @@ bool Exists(const std::string& path);
 
 // Last path component of a symlink's target ("../../nvme-subsys0" -> "nvme-subsys0").
 std::optional<std::string> ReadLinkBase(const std::string& path);
-
-// Netdevs named by a port's GID table (<port_dir>/gid_attrs/ndevs/N), deduplicated, sorted.
-// Tables are large (rxe: 1024 slots, mlx5: 256) and mostly unused: an unused slot fails with
-// EINVAL. The kernel fills slots from 0, so the scan stops after 32 unused slots in a row;
-// reading all of them cost 1-2 s per scrape under emulation.
-std::vector<std::string> PortNetdevs(const std::string& port_dir);
-
-// The netdevs RDMA ports are bound to: /sys/class/infiniband/DEV/ports/N/gid_attrs/ndevs/*.
-struct RdmaNetdev {
-  std::string device;
-  std::string port;
-  std::string netdev;
-};
-std::vector<RdmaNetdev> ListRdmaNetdevs(const Paths& paths, const NameFilter& devices);
 
 }  // namespace nvmeof

@@ -1,12 +1,12 @@
-#include "collectors/bpf_collector.h"
+#include "collectors/bpf.h"
 
 #include <algorithm>
 #include <map>
 #include <regex>
 
-#include "collectors/bpf_histogram.h"
-#include "collectors/sysfs.h"
-#include "exporter/log.h"
+#include "collectors/base/files.h"
+#include "collectors/base/log.h"
+#include "collectors/bpf/histogram.h"
 
 namespace nvmeof {
 namespace {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/metric_sink.h"
+#include "collectors/base/metric_sink.h"
 
 namespace nvmeof {
 

@@ -1,0 +1,57 @@
+#include "collectors/bpf/block.h"
+
+#include <sstream>
+
+#include "collectors/base/files.h"
+
+namespace nvmeof {
+
+const std::vector<HookSpec>& BlockHooks() {
+  // Tracepoints first here, against the general fentry > kprobe > tracepoint order: the block
+  // tracepoints sit exactly at the events, cost the same as fentry, and block_rq_complete also
+  // fires for batched completions (blk_mq_end_request_batch -> blk_complete_request, inlined),
+  // which a probe on blk_update_request misses. fentry/kprobe remain for kernels whose
+  // tracepoints cannot be attached (or when forced with --bpf.mechanism).
+  static const std::vector<HookSpec> hooks = {
+      {kHookBlockIssue,
+       false,
+       "",
+       {{Mechanism::kTpBtf, "block_rq_issue", "nvf_iss_tp_btf"},
+        {Mechanism::kRawTp, "block_rq_issue", "nvf_iss_raw_tp"},
+        {Mechanism::kFentry, "blk_mq_start_request", "nvf_iss_fentry"},
+        {Mechanism::kKprobe, "blk_mq_start_request", "nvf_iss_kprobe"}}},
+      {kHookBlockComplete,
+       true,
+       "",
+       {{Mechanism::kTpBtf, "block_rq_complete", "nvf_cpl_tp_btf"},
+        {Mechanism::kRawTp, "block_rq_complete", "nvf_cpl_raw_tp"},
+        {Mechanism::kFentry, "blk_update_request", "nvf_cpl_fentry"},
+        {Mechanism::kKprobe, "blk_update_request", "nvf_cpl_kprobe"}}},
+  };
+  return hooks;
+}
+
+std::string_view BlockOpName(std::uint32_t op) {
+  static constexpr std::string_view kNames[] = {"read", "write", "flush", "discard", "other"};
+  return op < NVMEOF_OP_COUNT ? kNames[op] : "other";
+}
+
+std::string_view BlockStageName(std::uint32_t stage) {
+  static constexpr std::string_view kNames[] = {"queue", "device", "total"};
+  return stage < NVMEOF_STAGE_COUNT ? kNames[stage] : "unknown";
+}
+
+std::optional<std::string> BlockDeviceName(const Paths& paths, std::uint32_t dev) {
+  std::string path = paths.sysfs + "/dev/block/" + std::to_string(dev >> 20) + ":" +
+                     std::to_string(dev & 0xfffff) + "/uevent";
+  auto uevent = ReadFile(path);
+  if (!uevent) return std::nullopt;
+  std::istringstream in(*uevent);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("DEVNAME=", 0) == 0 && line.size() > 8) return line.substr(8);
+  }
+  return std::nullopt;
+}
+
+}  // namespace nvmeof

@@ -1,0 +1,18 @@
+// Built instead of the loaders when NVMEOF_BPF=OFF: the bpf collector reports why it is off.
+#include "collectors/bpf/block.h"
+#include "collectors/bpf/nvmeof.h"
+
+namespace nvmeof {
+namespace {
+
+Availability DisabledAtBuild() {
+  return {false, "disabled_at_build", "built with -DNVMEOF_BPF=OFF"};
+}
+
+}  // namespace
+
+BlockLoad LoadBlock(const CollectorOptions&, bool) { return {DisabledAtBuild(), {}, nullptr}; }
+
+NvmeofLoad LoadNvmeof(const CollectorOptions&, bool) { return {DisabledAtBuild(), {}, nullptr}; }
+
+}  // namespace nvmeof

@@ -1,0 +1,180 @@
+#include "collectors/bpf/nvmeof.h"
+
+#include <algorithm>
+
+#include "collectors/base/files.h"
+
+namespace nvmeof {
+
+namespace {
+using M = Mechanism;
+}  // namespace
+
+const std::vector<HookSpec>& NvmeofHooks() {
+  // Frame hooks list their tracepoints first, like the block hooks: the tracepoints are stable
+  // across kernels and sit exactly at the event. Driver hooks are functions: fentry, then kprobe.
+  static const std::vector<HookSpec> hooks = {
+      // host
+      {"nvme_setup_cmd",
+       true,
+       "nvme_core",
+       {{M::kTpBtf, "nvme_setup_cmd", "nv_setup_tp_btf"},
+        {M::kRawTp, "nvme_setup_cmd", "nv_setup_raw_tp"},
+        {M::kFentry, "nvme_setup_cmd", "nv_setup_fentry"},
+        {M::kKprobe, "nvme_setup_cmd", "nv_setup_kprobe"}},
+       "nvme_core"},
+      {"nvme_rdma_post_send",
+       false,
+       "nvme_rdma",
+       {{M::kFentry, "nvme_rdma_post_send", "nv_rdma_post_fentry"},
+        {M::kKprobe, "nvme_rdma_post_send", "nv_rdma_post_kprobe"}},
+       "nvme_rdma"},
+      {"nvme_rdma_send_done",
+       false,
+       "nvme_rdma",
+       {{M::kFentry, "nvme_rdma_send_done", "nv_rdma_sent_fentry"},
+        {M::kKprobe, "nvme_rdma_send_done", "nv_rdma_sent_kprobe"}},
+       "nvme_rdma"},
+      {"nvme_tcp_try_send_cmd_pdu",
+       false,
+       "nvme_tcp",
+       {{M::kFentry, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_fentry"},
+        {M::kKprobe, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_kprobe"}},
+       "nvme_tcp"},
+      {"blk_mq_complete_request_remote",
+       false,
+       "",
+       {{M::kFentry, "blk_mq_complete_request_remote", "nv_response_fentry"},
+        {M::kKprobe, "blk_mq_complete_request_remote", "nv_response_kprobe"}},
+       "nvme_core"},
+      {"nvme_complete_rq",
+       true,
+       "nvme_core",
+       {{M::kTpBtf, "nvme_complete_rq", "nv_complete_tp_btf"},
+        {M::kRawTp, "nvme_complete_rq", "nv_complete_raw_tp"},
+        {M::kFentry, "nvme_complete_rq", "nv_complete_fentry"},
+        {M::kKprobe, "nvme_complete_rq", "nv_complete_kprobe"}},
+       "nvme_core"},
+      {"nvme_rq_end",
+       true,
+       "",
+       {{M::kTpBtf, "block_rq_complete", "nv_end_tp_btf"},
+        {M::kRawTp, "block_rq_complete", "nv_end_raw_tp"},
+        {M::kFentry, "blk_update_request", "nv_end_fentry"},
+        {M::kKprobe, "blk_update_request", "nv_end_kprobe"}},
+       "nvme_core"},
+      // target
+      {"nvmet_rdma_recv_done",
+       false,
+       "nvmet_rdma",
+       {{M::kFentry, "nvmet_rdma_recv_done", "nv_t_rdma_recv_fentry"},
+        {M::kKprobe, "nvmet_rdma_recv_done", "nv_t_rdma_recv_kprobe"}},
+       "nvmet_rdma"},
+      {"nvmet_tcp_try_recv_pdu",
+       false,
+       "nvmet_tcp",
+       {{M::kFentry, "nvmet_tcp_try_recv_pdu", "nv_t_tcp_recv_fentry"},
+        {M::kKprobe, "nvmet_tcp_try_recv_pdu", "nv_t_tcp_recv_kprobe"}},
+       "nvmet_tcp"},
+      {"nvmet_req_init",
+       true,
+       "nvmet",
+       {{M::kTpBtf, "nvmet_req_init", "nv_t_init_tp_btf"},
+        {M::kRawTp, "nvmet_req_init", "nv_t_init_raw_tp"},
+        {M::kFentry, "nvmet_req_init", "nv_t_init_fentry"},
+        {M::kKprobe, "nvmet_req_init", "nv_t_init_kprobe"}},
+       "nvmet"},
+      {"nvmet_rdma_read_data_done",
+       false,
+       "nvmet_rdma",
+       {{M::kFentry, "nvmet_rdma_read_data_done", "nv_t_rdma_data_fentry"},
+        {M::kKprobe, "nvmet_rdma_read_data_done", "nv_t_rdma_data_kprobe"}},
+       "nvmet_rdma"},
+      {"nvmet_bdev_execute_rw",
+       false,
+       "nvmet",
+       {{M::kFentry, "nvmet_bdev_execute_rw", "nv_t_bdev_exec_fentry"},
+        {M::kKprobe, "nvmet_bdev_execute_rw", "nv_t_bdev_exec_kprobe"}},
+       "nvmet"},
+      {"nvmet_file_execute_rw",
+       false,
+       "nvmet",
+       {{M::kFentry, "nvmet_file_execute_rw", "nv_t_file_exec_fentry"},
+        {M::kKprobe, "nvmet_file_execute_rw", "nv_t_file_exec_kprobe"}},
+       "nvmet"},
+      {"nvmet_req_complete",
+       true,
+       "nvmet",
+       {{M::kTpBtf, "nvmet_req_complete", "nv_t_done_tp_btf"},
+        {M::kRawTp, "nvmet_req_complete", "nv_t_done_raw_tp"},
+        {M::kFentry, "nvmet_req_complete", "nv_t_done_fentry"},
+        {M::kKprobe, "nvmet_req_complete", "nv_t_done_kprobe"}},
+       "nvmet"},
+      {"nvmet_rdma_send_done",
+       false,
+       "nvmet_rdma",
+       {{M::kFentry, "nvmet_rdma_send_done", "nv_t_rdma_sent_fentry"},
+        {M::kKprobe, "nvmet_rdma_send_done", "nv_t_rdma_sent_kprobe"}},
+       "nvmet_rdma"},
+      {"nvmet_try_send_response",
+       false,
+       "nvmet_tcp",
+       {{M::kFentry, "nvmet_try_send_response", "nv_t_tcp_sent_fentry"},
+        {M::kKprobe, "nvmet_try_send_response", "nv_t_tcp_sent_kprobe"}},
+       "nvmet_tcp"},
+  };
+  return hooks;
+}
+
+namespace {
+
+// The stage that ends at each point (index = point); [0] has none.
+constexpr std::string_view kHostStages[NVMEOF_HP_COUNT] = {"",
+                                                           "block_submit",
+                                                           "driver_submit",
+                                                           "command_send",
+                                                           "target_and_response",
+                                                           "host_receive",
+                                                           "block_complete"};
+constexpr std::string_view kTargetStages[NVMEOF_TP_COUNT] = {"",       "receive", "data_transfer",
+                                                             "submit", "storage", "response"};
+
+}  // namespace
+
+std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::uint8_t from,
+                            std::uint8_t to) {
+  const bool host = role == NVMEOF_ROLE_HOST;
+  const int points = host ? int{NVMEOF_HP_COUNT} : int{NVMEOF_TP_COUNT};
+  if (from >= to || to >= points) return "invalid";
+  std::vector<std::string_view> parts;
+  for (int p = from + 1; p <= to; ++p) parts.push_back(host ? kHostStages[p] : kTargetStages[p]);
+  // Points that a command may legitimately skip do not rename the span they sit in.
+  auto collapse = [&](std::string_view a, std::string_view b, std::string_view as) {
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      if (parts[i] == a && parts[i + 1] == b) {
+        parts[i] = as;
+        parts.erase(parts.begin() + static_cast<long>(i) + 1);
+      }
+    }
+  };
+  if (host) {
+    // No send completion before the response (TCP; or RDMA when the response is polled first).
+    collapse("command_send", "target_and_response", "network_and_target");
+    // PCIe has no network: setup to response is the drive.
+    if (transport == "pcie") collapse("driver_submit", "network_and_target", "device");
+  } else {
+    collapse("data_transfer", "submit", "submit");  // no data to pull (reads, inline writes)
+  }
+  std::string name;
+  for (auto p : parts) {
+    if (!name.empty()) name += '+';
+    name += p;
+  }
+  return name;
+}
+
+bool ModuleLoaded(const Paths& paths, std::string_view module) {
+  return module.empty() || IsDir(paths.sysfs + "/module/" + std::string(module));
+}
+
+}  // namespace nvmeof
