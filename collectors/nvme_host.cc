@@ -115,12 +115,6 @@ std::optional<std::string> PathHead(std::string_view s) {
   return "nvme" + std::string(*subsys) + "n" + std::string(*ns);
 }
 
-// Label text of an attribute; empty when the kernel does not have it (e.g. hostnqn on pcie).
-std::string ReadOr(const std::string& path) {
-  auto v = ReadFile(path);
-  return v ? *v : "";
-}
-
 // Emits one series per known state, 1 for the current one. An unknown or unreadable
 // state is skipped rather than guessed.
 void EmitOneHot(MetricSink& out, std::string_view name, std::string_view help, const Labels& base,
@@ -199,17 +193,17 @@ class NvmeHostCollector : public Collector {
     for (const auto& subsys : ListDir(root)) {
       if (!IsSubsystem(subsys)) continue;
       const std::string dir = root + "/" + subsys;
-      const std::string nqn = ReadOr(dir + "/subsysnqn");
+      const std::string nqn = ReadFileOr(dir + "/subsysnqn");
       subsysnqn_of[subsys] = nqn;
       out.Gauge("nvmeof_subsystem_info",
                 "NVMe subsystem seen by this host (sysfs class nvme-subsystem); value 1",
                 {{"subsystem", subsys},
                  {"subsysnqn", nqn},
-                 {"subsystype", ReadOr(dir + "/subsystype")},
-                 {"iopolicy", ReadOr(dir + "/iopolicy")},
-                 {"model", ReadOr(dir + "/model")},
-                 {"serial", ReadOr(dir + "/serial")},
-                 {"firmware_rev", ReadOr(dir + "/firmware_rev")}},
+                 {"subsystype", ReadFileOr(dir + "/subsystype")},
+                 {"iopolicy", ReadFileOr(dir + "/iopolicy")},
+                 {"model", ReadFileOr(dir + "/model")},
+                 {"serial", ReadFileOr(dir + "/serial")},
+                 {"firmware_rev", ReadFileOr(dir + "/firmware_rev")}},
                 1);
       for (const auto& entry : ListDir(dir)) {
         if (IsController(entry)) {
@@ -228,7 +222,7 @@ class NvmeHostCollector : public Collector {
               "itself without native multipath); value 1",
               {{"subsystem", subsys},
                {"namespace", ns},
-               {"nsid", ReadOr(dir + "/nsid")},
+               {"nsid", ReadFileOr(dir + "/nsid")},
                {"subsysnqn", nqn}},
               1);
     if (auto sectors = ReadU64(dir + "/size")) {
@@ -241,20 +235,20 @@ class NvmeHostCollector : public Collector {
 
   void CollectController(MetricSink& out, const std::string& dir, const std::string& ctrl,
                          const std::string& subsys, const std::string& subsys_nqn) {
-    const Address addr = ParseAddress(ReadOr(dir + "/address"));
+    const Address addr = ParseAddress(ReadFileOr(dir + "/address"));
     out.Gauge("nvmeof_controller_info",
               "NVMe host controller (sysfs class nvme): transport, target address and NQNs; "
               "value 1. traddr is the PCI address for pcie; src_addr only while connected",
               {{"controller", ctrl},
-               {"transport", ReadOr(dir + "/transport")},
+               {"transport", ReadFileOr(dir + "/transport")},
                {"traddr", addr.traddr},
                {"trsvcid", addr.trsvcid},
                {"host_traddr", addr.host_traddr},
                {"host_iface", addr.host_iface},
                {"src_addr", addr.src_addr},
-               {"subsysnqn", ReadOr(dir + "/subsysnqn")},
-               {"hostnqn", ReadOr(dir + "/hostnqn")},
-               {"cntlid", ReadOr(dir + "/cntlid")},
+               {"subsysnqn", ReadFileOr(dir + "/subsysnqn")},
+               {"hostnqn", ReadFileOr(dir + "/hostnqn")},
+               {"cntlid", ReadFileOr(dir + "/cntlid")},
                {"subsystem", subsys}},
               1);
     const Labels base = {{"controller", ctrl}};

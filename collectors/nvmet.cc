@@ -20,11 +20,6 @@ namespace {
 constexpr const char* kAnaStates[] = {"optimized", "non-optimized", "inaccessible",
                                       "persistent-loss", "change"};
 
-std::string ReadOr(const std::string& path) {
-  auto v = ReadFile(path);
-  return v ? *v : "";
-}
-
 bool AllDigits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
@@ -53,23 +48,23 @@ class NvmetCollector : public Collector {
       out.Gauge("nvmeof_target_subsystem_info",
                 "NVMe target subsystem configured in nvmet (configfs); value 1",
                 {{"subsystem", nqn},
-                 {"serial", ReadOr(dir + "/attr_serial")},
-                 {"model", ReadOr(dir + "/attr_model")},
-                 {"version", ReadOr(dir + "/attr_version")},
-                 {"allow_any_host", ReadOr(dir + "/attr_allow_any_host")}},
+                 {"serial", ReadFileOr(dir + "/attr_serial")},
+                 {"model", ReadFileOr(dir + "/attr_model")},
+                 {"version", ReadFileOr(dir + "/attr_version")},
+                 {"allow_any_host", ReadFileOr(dir + "/attr_allow_any_host")}},
                 1);
       for (const auto& nsid : ListDir(dir + "/namespaces")) {
         if (!AllDigits(nsid)) continue;
         const std::string ns = dir + "/namespaces/" + nsid;
-        std::string device_path = ReadOr(ns + "/device_path");
+        std::string device_path = ReadFileOr(ns + "/device_path");
         if (device_path == "(null)") device_path.clear();  // printed when never set
         out.Gauge("nvmeof_target_namespace_info",
                   "Namespace of a target subsystem and its backing device; value 1",
                   {{"subsystem", nqn},
                    {"nsid", nsid},
                    {"device_path", device_path},
-                   {"device_uuid", ReadOr(ns + "/device_uuid")},
-                   {"ana_grpid", ReadOr(ns + "/ana_grpid")}},
+                   {"device_uuid", ReadFileOr(ns + "/device_uuid")},
+                   {"ana_grpid", ReadFileOr(ns + "/ana_grpid")}},
                   1);
         auto enabled = ReadU64(ns + "/enable");
         if (enabled && *enabled <= 1) {
@@ -97,10 +92,10 @@ class NvmetCollector : public Collector {
       out.Gauge("nvmeof_target_port_info",
                 "NVMe target port (listener): transport and address; value 1",
                 {{"port", port},
-                 {"trtype", ReadOr(dir + "/addr_trtype")},
-                 {"traddr", ReadOr(dir + "/addr_traddr")},
-                 {"trsvcid", ReadOr(dir + "/addr_trsvcid")},
-                 {"adrfam", ReadOr(dir + "/addr_adrfam")}},
+                 {"trtype", ReadFileOr(dir + "/addr_trtype")},
+                 {"traddr", ReadFileOr(dir + "/addr_traddr")},
+                 {"trsvcid", ReadFileOr(dir + "/addr_trsvcid")},
+                 {"adrfam", ReadFileOr(dir + "/addr_adrfam")}},
                 1);
       for (const auto& nqn : ListDir(dir + "/subsystems")) {
         out.Gauge("nvmeof_target_port_subsystem",

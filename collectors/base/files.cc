@@ -11,12 +11,11 @@
 
 namespace nvmeof {
 
-std::optional<std::string> ReadFile(const std::string& path) {
+std::optional<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   std::string data;
   char buf[4096];
-  constexpr size_t kMax = 64 * 1024;
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -26,7 +25,7 @@ std::optional<std::string> ReadFile(const std::string& path) {
     }
     if (n == 0) break;
     data.append(buf, static_cast<size_t>(n));
-    if (data.size() > kMax) {
+    if (data.size() > max_bytes) {
       ::close(fd);
       return std::nullopt;
     }
@@ -37,6 +36,11 @@ std::optional<std::string> ReadFile(const std::string& path) {
     data.pop_back();
   }
   return data;
+}
+
+std::string ReadFileOr(const std::string& path) {
+  auto v = ReadFile(path);
+  return v ? *v : "";
 }
 
 std::optional<std::uint64_t> ParseU64(std::string_view text) {

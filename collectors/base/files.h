@@ -2,6 +2,7 @@
 // missing, unreadable or not what we expect is "no value" and the caller skips the series.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,9 +11,13 @@
 
 namespace nvmeof {
 
-// Whole file with trailing whitespace removed; nullopt if it cannot be opened or read.
-// Reads at most 64 KiB: these are attribute files, a bigger one is not what we think it is.
-std::optional<std::string> ReadFile(const std::string& path);
+// Whole file with trailing whitespace removed; nullopt if it cannot be opened or read, or is
+// longer than max_bytes. 64 KiB by default: attribute files; a bigger one is not what we think.
+std::optional<std::string> ReadFile(const std::string& path, size_t max_bytes = 64 * 1024);
+
+// Label text of an attribute: the file's text, or "" when the kernel does not have it (e.g.
+// hostnqn on pcie) or it cannot be read.
+std::string ReadFileOr(const std::string& path);
 
 // A file holding one unsigned decimal integer (as every sysfs counter does). nullopt for
 // anything else, e.g. "N/A (no PMA)" on iWARP ports, empty files, or garbage.

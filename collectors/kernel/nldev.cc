@@ -183,18 +183,32 @@ bool HandleAttr(const Attr& a, Handle* h, bool* ok) {
 
 bool HandleComplete(const Handle& h) { return h.has_index && !h.dev_name.empty(); }
 
-// Walks `payload` for the nest `table` (e.g. RES_QP) and calls fn(entry attr) for each `entry`.
-template <typename Fn>
-bool ForEachEntry(Bytes payload, std::uint16_t table, std::uint16_t entry, Handle* h, bool* ok,
-                  Fn fn) {
-  return ForEachAttr(payload, [&](const Attr& a) {
-    if (HandleAttr(a, h, ok)) return true;
+// The skeleton of every per-entry table (QPs, CM IDs, bound counters): the device handle around
+// the nest `table` of `entry` attributes. decode(entry attr, T*) is false for a bad entry, which
+// is counted in *bad while its neighbours are kept. False when the message itself is malformed.
+template <typename T, typename Decode>
+bool DecodeEntries(Bytes payload, std::uint16_t table, std::uint16_t entry, std::vector<T>* out,
+                   std::size_t* bad, Decode decode) {
+  Handle h;
+  bool ok = true;
+  std::vector<T> found;
+  const bool wellformed = ForEachAttr(payload, [&](const Attr& a) {
+    if (HandleAttr(a, &h, &ok)) return true;
     if (a.type != table) return true;
     return ForEachAttr(a.payload, [&](const Attr& e) {
-      if (e.type == entry) fn(e);
+      if (e.type != entry) return true;
+      T item;
+      if (decode(e, &item)) {
+        found.push_back(std::move(item));
+      } else {
+        ++*bad;
+      }
       return true;
     });
   });
+  if (!wellformed || !ok || !HandleComplete(h)) return false;
+  for (auto& item : found) out->push_back(std::move(item));
+  return true;
 }
 
 }  // namespace
@@ -308,7 +322,7 @@ Scan ScanMessages(Bytes buf) {
       }
       scan.done = true;
     } else if (hdr.nlmsg_type >= NLMSG_MIN_TYPE) {
-      scan.data.push_back({hdr.nlmsg_type, hdr.nlmsg_flags, hdr.nlmsg_seq, payload, raw});
+      scan.data.push_back({hdr.nlmsg_type, payload, raw});
     }  // NLMSG_NOOP, NLMSG_OVERRUN: nothing to decode
     buf = buf.subspan(std::min<std::size_t>(NLMSG_ALIGN(hdr.nlmsg_len), buf.size()));
   }
@@ -415,145 +429,113 @@ bool DecodeResources(Bytes payload, Resources* out) {
 }
 
 bool DecodeBoundCounters(Bytes payload, std::vector<BoundCounter>* out, std::size_t* bad) {
-  Handle h;
-  bool ok = true;
-  std::vector<BoundCounter> found;
-  const bool wellformed =
-      ForEachEntry(payload, RDMA_NLDEV_ATTR_STAT_COUNTER, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY, &h,
-                   &ok, [&](const Attr& e) {
-                     BoundCounter c;
-                     bool entry_ok = true, has_port = false, has_id = false;
-                     const bool entry_wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
-                       switch (a.type) {
-                         case RDMA_NLDEV_ATTR_PORT_INDEX:
-                           has_port = GetU32(a, &c.port);
-                           break;
-                         case RDMA_NLDEV_ATTR_STAT_COUNTER_ID:
-                           has_id = GetU32(a, &c.id);
-                           break;
-                         case RDMA_NLDEV_ATTR_RES_KERN_NAME:
-                         case RDMA_NLDEV_ATTR_RES_PID:
-                           entry_ok = entry_ok && GetOwner(a, &c.owner);
-                           break;
-                         case RDMA_NLDEV_ATTR_RES_QP:
-                           entry_ok = entry_ok && ForEachAttr(a.payload, [&](const Attr& q) {
-                                        if (q.type != RDMA_NLDEV_ATTR_RES_QP_ENTRY) return true;
-                                        return ForEachAttr(q.payload, [&](const Attr& f) {
-                                          std::uint32_t n;
-                                          if (f.type != RDMA_NLDEV_ATTR_RES_LQPN) return true;
-                                          if (!GetU32(f, &n)) return false;
-                                          c.qpns.push_back(n);
-                                          return true;
-                                        });
-                                      });
-                           break;
-                         case RDMA_NLDEV_ATTR_STAT_HWCOUNTERS:
-                           entry_ok = entry_ok && DecodeHwCounters(a, &c.counters, &c.bad_entries);
-                           break;
-                       }
-                       return true;
-                     });
-                     if (entry_wellformed && entry_ok && has_port && has_id) {
-                       found.push_back(std::move(c));
-                     } else {
-                       ++*bad;
-                     }
-                   });
-  if (!wellformed || !ok || !HandleComplete(h)) return false;
-  for (auto& c : found) out->push_back(std::move(c));
-  return true;
-}
-
-bool DecodeQps(Bytes payload, std::vector<Qp>* out, std::size_t* bad) {
-  Handle h;
-  bool ok = true;
-  std::vector<Qp> found;
-  const bool wellformed = ForEachEntry(
-      payload, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, &h, &ok, [&](const Attr& e) {
-        Qp q;
-        bool entry_ok = true, has_qpn = false;
-        const bool entry_wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
-          std::uint8_t v8;
+  return DecodeEntries<BoundCounter>(
+      payload, RDMA_NLDEV_ATTR_STAT_COUNTER, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY, out, bad,
+      [](const Attr& e, BoundCounter* c) {
+        bool ok = true, has_port = false, has_id = false;
+        const bool wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
           switch (a.type) {
             case RDMA_NLDEV_ATTR_PORT_INDEX:
-              entry_ok = entry_ok && GetU32(a, &q.port);
+              has_port = GetU32(a, &c->port);
               break;
-            case RDMA_NLDEV_ATTR_RES_LQPN:
-              has_qpn = GetU32(a, &q.lqpn);
-              break;
-            case RDMA_NLDEV_ATTR_RES_TYPE:
-              if (GetU8(a, &v8))
-                q.type = v8;
-              else
-                entry_ok = false;
-              break;
-            case RDMA_NLDEV_ATTR_RES_STATE:
-              if (GetU8(a, &v8))
-                q.state = v8;
-              else
-                entry_ok = false;
+            case RDMA_NLDEV_ATTR_STAT_COUNTER_ID:
+              has_id = GetU32(a, &c->id);
               break;
             case RDMA_NLDEV_ATTR_RES_KERN_NAME:
             case RDMA_NLDEV_ATTR_RES_PID:
-              entry_ok = entry_ok && GetOwner(a, &q.owner);
+              ok = ok && GetOwner(a, &c->owner);
+              break;
+            case RDMA_NLDEV_ATTR_RES_QP:
+              ok = ok && ForEachAttr(a.payload, [&](const Attr& q) {
+                     if (q.type != RDMA_NLDEV_ATTR_RES_QP_ENTRY) return true;
+                     return ForEachAttr(q.payload, [&](const Attr& f) {
+                       std::uint32_t n;
+                       if (f.type != RDMA_NLDEV_ATTR_RES_LQPN) return true;
+                       if (!GetU32(f, &n)) return false;
+                       c->qpns.push_back(n);
+                       return true;
+                     });
+                   });
+              break;
+            case RDMA_NLDEV_ATTR_STAT_HWCOUNTERS:
+              ok = ok && DecodeHwCounters(a, &c->counters, &c->bad_entries);
               break;
           }
           return true;
         });
-        if (entry_wellformed && entry_ok && has_qpn) {
-          found.push_back(std::move(q));
-        } else {
-          ++*bad;
-        }
+        return wellformed && ok && has_port && has_id;
       });
-  if (!wellformed || !ok || !HandleComplete(h)) return false;
-  for (auto& q : found) out->push_back(std::move(q));
-  return true;
+}
+
+bool DecodeQps(Bytes payload, std::vector<Qp>* out, std::size_t* bad) {
+  return DecodeEntries<Qp>(
+      payload, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, out, bad,
+      [](const Attr& e, Qp* q) {
+        bool ok = true, has_qpn = false;
+        const bool wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
+          std::uint8_t v8;
+          switch (a.type) {
+            case RDMA_NLDEV_ATTR_PORT_INDEX:
+              ok = ok && GetU32(a, &q->port);
+              break;
+            case RDMA_NLDEV_ATTR_RES_LQPN:
+              has_qpn = GetU32(a, &q->lqpn);
+              break;
+            case RDMA_NLDEV_ATTR_RES_TYPE:
+              if (GetU8(a, &v8))
+                q->type = v8;
+              else
+                ok = false;
+              break;
+            case RDMA_NLDEV_ATTR_RES_STATE:
+              if (GetU8(a, &v8))
+                q->state = v8;
+              else
+                ok = false;
+              break;
+            case RDMA_NLDEV_ATTR_RES_KERN_NAME:
+            case RDMA_NLDEV_ATTR_RES_PID:
+              ok = ok && GetOwner(a, &q->owner);
+              break;
+          }
+          return true;
+        });
+        return wellformed && ok && has_qpn;
+      });
 }
 
 bool DecodeCmIds(Bytes payload, std::vector<CmId>* out, std::size_t* bad) {
-  Handle h;
-  bool ok = true;
-  std::vector<CmId> found;
-  const bool wellformed =
-      ForEachEntry(payload, RDMA_NLDEV_ATTR_RES_CM_ID, RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY, &h, &ok,
-                   [&](const Attr& e) {
-                     CmId c;
-                     bool entry_ok = true;
-                     const bool entry_wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
-                       std::uint32_t v;
-                       switch (a.type) {
-                         case RDMA_NLDEV_ATTR_PORT_INDEX:
-                           entry_ok = entry_ok && GetU32(a, &c.port);
-                           break;
-                         case RDMA_NLDEV_ATTR_RES_LQPN:
-                           if (GetU32(a, &v))
-                             c.lqpn = v;
-                           else
-                             entry_ok = false;
-                           break;
-                         case RDMA_NLDEV_ATTR_RES_SRC_ADDR:
-                           c.src = FormatSockaddr(a);
-                           break;
-                         case RDMA_NLDEV_ATTR_RES_DST_ADDR:
-                           c.dst = FormatSockaddr(a);
-                           break;
-                         case RDMA_NLDEV_ATTR_RES_KERN_NAME:
-                         case RDMA_NLDEV_ATTR_RES_PID:
-                           entry_ok = entry_ok && GetOwner(a, &c.owner);
-                           break;
-                       }
-                       return true;
-                     });
-                     if (entry_wellformed && entry_ok) {
-                       found.push_back(std::move(c));
-                     } else {
-                       ++*bad;
-                     }
-                   });
-  if (!wellformed || !ok || !HandleComplete(h)) return false;
-  for (auto& c : found) out->push_back(std::move(c));
-  return true;
+  return DecodeEntries<CmId>(
+      payload, RDMA_NLDEV_ATTR_RES_CM_ID, RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY, out, bad,
+      [](const Attr& e, CmId* c) {
+        bool ok = true;
+        const bool wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
+          std::uint32_t v;
+          switch (a.type) {
+            case RDMA_NLDEV_ATTR_PORT_INDEX:
+              ok = ok && GetU32(a, &c->port);
+              break;
+            case RDMA_NLDEV_ATTR_RES_LQPN:
+              if (GetU32(a, &v))
+                c->lqpn = v;
+              else
+                ok = false;
+              break;
+            case RDMA_NLDEV_ATTR_RES_SRC_ADDR:
+              c->src = FormatSockaddr(a);
+              break;
+            case RDMA_NLDEV_ATTR_RES_DST_ADDR:
+              c->dst = FormatSockaddr(a);
+              break;
+            case RDMA_NLDEV_ATTR_RES_KERN_NAME:
+            case RDMA_NLDEV_ATTR_RES_PID:
+              ok = ok && GetOwner(a, &c->owner);
+              break;
+          }
+          return true;
+        });
+        return wellformed && ok;
+      });
 }
 
 std::string QpTypeName(std::uint8_t type) {

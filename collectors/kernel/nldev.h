@@ -38,8 +38,6 @@ std::string RequestKey(const Request& req);
 // One netlink message of a reply buffer.
 struct Message {
   std::uint16_t type = 0;
-  std::uint16_t flags = 0;
-  std::uint32_t seq = 0;
   Bytes payload;  // after the netlink header
   Bytes raw;      // header and payload
 };
