@@ -12,22 +12,8 @@
 // remote port is an NVMe/TCP port (4420, discovery 8009, trsvcid of tcp host controllers in
 // sysfs, tcp ports of nvmet in configfs), and summed per {role, port} so labels stay bounded.
 // netlink has no root to inject: this part always reads the running kernel.
-#include <arpa/inet.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
-#include <linux/sock_diag.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstddef>
+#include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,7 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "collectors/base/fd.h"
 #include "collectors/base/files.h"
+#include "collectors/base/log.h"
+#include "collectors/kernel/proc_net.h"
+#include "collectors/kernel/sock_diag.h"
 #include "collectors/registry.h"
 
 namespace nvmeof {
@@ -231,54 +221,6 @@ const std::vector<Stat>& Stats() {
   return stats;
 }
 
-// Section -> (key -> value text), plus the sections that were present but malformed.
-struct Table {
-  std::map<std::string, std::map<std::string, std::string>> values;
-  std::set<std::string> broken;
-};
-
-std::vector<std::string> Fields(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string f; in >> f;) out.push_back(f);
-  return out;
-}
-
-// snmp/netstat format: "Sect: k1 k2 ..." followed by "Sect: v1 v2 ...".
-void ParsePairs(const std::string& text, Table& t) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    auto colon = lines[i].find(':');
-    if (colon == std::string::npos || colon == 0) continue;
-    const std::string section = lines[i].substr(0, colon);
-    const std::string prefix = section + ":";
-    if (i + 1 >= lines.size() || lines[i + 1].compare(0, prefix.size(), prefix) != 0) {
-      t.broken.insert(section);  // header without its value line (truncated file)
-      continue;
-    }
-    auto keys = Fields(lines[i].substr(colon + 1));
-    auto vals = Fields(lines[i + 1].substr(colon + 1));
-    ++i;
-    if (keys.size() != vals.size() || keys.empty()) {
-      t.broken.insert(section);
-      continue;
-    }
-    auto& dst = t.values[section];
-    for (size_t k = 0; k < keys.size(); ++k) dst[keys[k]] = vals[k];
-  }
-}
-
-// snmp6 format: one "Name value" per line; only Ip6* names are kept.
-void ParseSnmp6(const std::string& text, Table& t) {
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) {
-    auto f = Fields(l);
-    if (f.size() == 2 && f[0].rfind("Ip6", 0) == 0) t.values["Ip6"][f[0]] = f[1];
-  }
-}
-
 // --- NVMe/TCP connections (sock_diag) ---
 
 constexpr std::uint16_t kDefaultPorts[] = {4420, 8009};  // IANA NVMe/TCP and discovery
@@ -324,71 +266,6 @@ struct ConnStats {
 };
 using ConnKey = std::pair<std::string, std::uint16_t>;  // role, port
 
-// One sock_diag dump of TCP sockets of `family`; false if netlink failed.
-bool DumpTcp(int fd, std::uint8_t family, const std::set<std::uint16_t>& host_ports,
-             const std::set<std::uint16_t>& target_ports, std::map<ConnKey, ConnStats>& out) {
-  struct {
-    nlmsghdr nlh;
-    inet_diag_req_v2 req;
-  } msg = {};
-  msg.nlh.nlmsg_len = sizeof(msg);
-  msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  msg.nlh.nlmsg_seq = family;
-  msg.req.sdiag_family = family;
-  msg.req.sdiag_protocol = IPPROTO_TCP;
-  msg.req.idiag_ext = 1 << (INET_DIAG_INFO - 1);
-  // Every state but LISTEN and TIME_WAIT: those carry no retransmits.
-  msg.req.idiag_states = 0xFFF & ~(1u << TCP_LISTEN) & ~(1u << TCP_TIME_WAIT);
-  sockaddr_nl kernel = {};
-  kernel.nl_family = AF_NETLINK;
-  if (::sendto(fd, &msg, sizeof(msg), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof(kernel)) !=
-      static_cast<ssize_t>(sizeof(msg))) {
-    return false;
-  }
-  alignas(nlmsghdr) char buf[32768];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;  // error or timeout (SO_RCVTIMEO)
-    int len = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-      if (h->nlmsg_seq != family) continue;
-      if (h->nlmsg_type == NLMSG_DONE) return true;
-      if (h->nlmsg_type == NLMSG_ERROR) return false;
-      if (h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) continue;
-      const auto* d = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
-      const std::uint16_t sport = ntohs(d->id.idiag_sport);
-      const std::uint16_t dport = ntohs(d->id.idiag_dport);
-      ConnKey key;
-      if (target_ports.count(sport)) {
-        key = {"target", sport};
-      } else if (host_ports.count(dport)) {
-        key = {"host", dport};
-      } else {
-        continue;
-      }
-      int alen = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof(*d)));
-      auto* a = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(NLMSG_DATA(h)) +
-                                          NLMSG_ALIGN(sizeof(*d)));
-      for (; RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
-        if (a->rta_type != INET_DIAG_INFO) continue;
-        // tcp_info grows over kernel versions: copy what both sides know.
-        tcp_info info = {};
-        const size_t have = RTA_PAYLOAD(a);
-        if (have < offsetof(tcp_info, tcpi_total_retrans) + sizeof(info.tcpi_total_retrans)) {
-          break;
-        }
-        std::memcpy(&info, RTA_DATA(a), std::min(have, sizeof(info)));
-        auto& s = out[key];
-        s.connections++;
-        s.retransmits += info.tcpi_total_retrans;
-        break;
-      }
-    }
-  }
-}
-
 // Emits nvmeof_tcp_connections / nvmeof_tcp_connection_retransmits; zeros for ports the
 // node is configured for (sysfs, configfs), so a lost connection shows as 0, not absence.
 void CollectConnections(MetricSink& out, const Paths& paths) {
@@ -400,18 +277,29 @@ void CollectConnections(MetricSink& out, const Paths& paths) {
   host.insert(std::begin(kDefaultPorts), std::end(kDefaultPorts));
   target.insert(std::begin(kDefaultPorts), std::end(kDefaultPorts));
 
-  int fd = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  if (fd < 0) {
-    out.Skip();
-    return;
-  }
-  timeval timeout = {2, 0};  // never hang a scrape on netlink
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  bool ok = DumpTcp(fd, AF_INET, host, target, stats) && DumpTcp(fd, AF_INET6, host, target, stats);
-  ::close(fd);
-  if (!ok) {
+  std::vector<TcpSocket> sockets;
+  if (int err = DumpTcpSockets(&sockets)) {
+    // One warning per distinct cause, not one per scrape.
+    static std::atomic<int> last_err{0};
+    if (last_err.exchange(err) != err) {
+      LogWarn("sock_diag: cannot dump TCP sockets; NVMe/TCP connection series skipped",
+              Kv("err", ErrnoName(err)));
+    }
     out.Skip();  // partial dumps would undercount: report nothing
     return;
+  }
+  for (const auto& sock : sockets) {
+    ConnKey key;
+    if (target.count(sock.local_port)) {
+      key = {"target", sock.local_port};
+    } else if (host.count(sock.remote_port)) {
+      key = {"host", sock.remote_port};
+    } else {
+      continue;
+    }
+    auto& st = stats[key];
+    st.connections++;
+    st.retransmits += sock.total_retrans;
   }
   for (const auto& [key, s] : stats) {
     Labels l = {{"role", key.first}, {"port", std::to_string(key.second)}};
@@ -434,18 +322,18 @@ class TcpCollector : public Collector {
   std::string_view Name() const override { return "tcp"; }
 
   bool Collect(MetricSink& out) override {
-    Table t;
+    NetStatTable t;
     // snmp and netstat exist whenever procfs is mounted: missing ones mean a wrong
     // --path.procfs or a broken mount, so the collector reports failure.
     bool ok = true;
     for (const char* file : {"/snmp", "/netstat"}) {
       if (auto text = ReadFile(net_ + file)) {
-        ParsePairs(*text, t);
+        ParseNetStatPairs(*text, &t);
       } else {
         ok = false;
       }
     }
-    if (auto text = ReadFile(net_ + "/snmp6")) ParseSnmp6(*text, t);  // no IPv6: absent
+    if (auto text = ReadFile(net_ + "/snmp6")) ParseSnmp6(*text, &t);  // no IPv6: absent
 
     for (const auto& s : Stats()) {
       auto sec = t.values.find(s.section);

@@ -468,74 +468,72 @@ bool DecodeBoundCounters(Bytes payload, std::vector<BoundCounter>* out, std::siz
 }
 
 bool DecodeQps(Bytes payload, std::vector<Qp>* out, std::size_t* bad) {
-  return DecodeEntries<Qp>(
-      payload, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, out, bad,
-      [](const Attr& e, Qp* q) {
-        bool ok = true, has_qpn = false;
-        const bool wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
-          std::uint8_t v8;
-          switch (a.type) {
-            case RDMA_NLDEV_ATTR_PORT_INDEX:
-              ok = ok && GetU32(a, &q->port);
-              break;
-            case RDMA_NLDEV_ATTR_RES_LQPN:
-              has_qpn = GetU32(a, &q->lqpn);
-              break;
-            case RDMA_NLDEV_ATTR_RES_TYPE:
-              if (GetU8(a, &v8))
-                q->type = v8;
-              else
-                ok = false;
-              break;
-            case RDMA_NLDEV_ATTR_RES_STATE:
-              if (GetU8(a, &v8))
-                q->state = v8;
-              else
-                ok = false;
-              break;
-            case RDMA_NLDEV_ATTR_RES_KERN_NAME:
-            case RDMA_NLDEV_ATTR_RES_PID:
-              ok = ok && GetOwner(a, &q->owner);
-              break;
-          }
-          return true;
-        });
-        return wellformed && ok && has_qpn;
-      });
+  return DecodeEntries<Qp>(payload, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, out, bad,
+                           [](const Attr& e, Qp* q) {
+                             bool ok = true, has_qpn = false;
+                             const bool wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
+                               std::uint8_t v8;
+                               switch (a.type) {
+                                 case RDMA_NLDEV_ATTR_PORT_INDEX:
+                                   ok = ok && GetU32(a, &q->port);
+                                   break;
+                                 case RDMA_NLDEV_ATTR_RES_LQPN:
+                                   has_qpn = GetU32(a, &q->lqpn);
+                                   break;
+                                 case RDMA_NLDEV_ATTR_RES_TYPE:
+                                   if (GetU8(a, &v8))
+                                     q->type = v8;
+                                   else
+                                     ok = false;
+                                   break;
+                                 case RDMA_NLDEV_ATTR_RES_STATE:
+                                   if (GetU8(a, &v8))
+                                     q->state = v8;
+                                   else
+                                     ok = false;
+                                   break;
+                                 case RDMA_NLDEV_ATTR_RES_KERN_NAME:
+                                 case RDMA_NLDEV_ATTR_RES_PID:
+                                   ok = ok && GetOwner(a, &q->owner);
+                                   break;
+                               }
+                               return true;
+                             });
+                             return wellformed && ok && has_qpn;
+                           });
 }
 
 bool DecodeCmIds(Bytes payload, std::vector<CmId>* out, std::size_t* bad) {
-  return DecodeEntries<CmId>(
-      payload, RDMA_NLDEV_ATTR_RES_CM_ID, RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY, out, bad,
-      [](const Attr& e, CmId* c) {
-        bool ok = true;
-        const bool wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
-          std::uint32_t v;
-          switch (a.type) {
-            case RDMA_NLDEV_ATTR_PORT_INDEX:
-              ok = ok && GetU32(a, &c->port);
-              break;
-            case RDMA_NLDEV_ATTR_RES_LQPN:
-              if (GetU32(a, &v))
-                c->lqpn = v;
-              else
-                ok = false;
-              break;
-            case RDMA_NLDEV_ATTR_RES_SRC_ADDR:
-              c->src = FormatSockaddr(a);
-              break;
-            case RDMA_NLDEV_ATTR_RES_DST_ADDR:
-              c->dst = FormatSockaddr(a);
-              break;
-            case RDMA_NLDEV_ATTR_RES_KERN_NAME:
-            case RDMA_NLDEV_ATTR_RES_PID:
-              ok = ok && GetOwner(a, &c->owner);
-              break;
-          }
-          return true;
-        });
-        return wellformed && ok;
-      });
+  return DecodeEntries<CmId>(payload, RDMA_NLDEV_ATTR_RES_CM_ID, RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY,
+                             out, bad, [](const Attr& e, CmId* c) {
+                               bool ok = true;
+                               const bool wellformed = ForEachAttr(e.payload, [&](const Attr& a) {
+                                 std::uint32_t v;
+                                 switch (a.type) {
+                                   case RDMA_NLDEV_ATTR_PORT_INDEX:
+                                     ok = ok && GetU32(a, &c->port);
+                                     break;
+                                   case RDMA_NLDEV_ATTR_RES_LQPN:
+                                     if (GetU32(a, &v))
+                                       c->lqpn = v;
+                                     else
+                                       ok = false;
+                                     break;
+                                   case RDMA_NLDEV_ATTR_RES_SRC_ADDR:
+                                     c->src = FormatSockaddr(a);
+                                     break;
+                                   case RDMA_NLDEV_ATTR_RES_DST_ADDR:
+                                     c->dst = FormatSockaddr(a);
+                                     break;
+                                   case RDMA_NLDEV_ATTR_RES_KERN_NAME:
+                                   case RDMA_NLDEV_ATTR_RES_PID:
+                                     ok = ok && GetOwner(a, &c->owner);
+                                     break;
+                                 }
+                                 return true;
+                               });
+                               return wellformed && ok;
+                             });
 }
 
 std::string QpTypeName(std::uint8_t type) {

@@ -28,6 +28,7 @@
 #include "collectors/kernel/nldev.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
+#include "tests/unit/netlink_replay.h"
 #include "tests/unit/sink_query.h"
 
 namespace nvmeof {
