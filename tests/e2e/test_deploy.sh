@@ -6,15 +6,15 @@
 # config, the PrometheusRule recipe and the Grafana provisioning are valid.
 source "$(dirname "$0")/lib.sh"
 REPO=$(cd "$E2E_DIR/../.." && pwd)
-UNIT="$REPO/deploy/systemd/nvmeof_exporter.service"
+UNIT="$REPO/deploy/systemd/nvmeof_exporter.service.in"
 CHECK="$E2E_DIR/deploy_check.py"
 chmod 755 "$WORK"  # the unprivileged runs below execute and read from here
 EXE=$(readlink -f "$EXPORTER")
 HAVE_BPF=0
 "$EXPORTER" --help 2>&1 | grep -q '^ *bpf (default' && HAVE_BPF=1
 
-# --- systemd unit: the same file with ExecStart pointing at the binary under test
-sed "s#/usr/local/bin/nvmeof_exporter#$EXE#" "$UNIT" >"$WORK/nvmeof_exporter.service"
+# --- systemd unit: the template filled in as for the package, ExecStart naming the binary under test
+sed "s#@NVMEOF_BINDIR@/nvmeof_exporter#$EXE#; s#@NVMEOF_SYSCONFDIR@#/etc#g" "$UNIT" >"$WORK/nvmeof_exporter.service"
 if command -v systemd-analyze >/dev/null; then
   (cd "$WORK" && systemd-analyze verify ./nvmeof_exporter.service) >"$WORK/verify.log" 2>&1 ||
     fail "systemd-analyze verify: $(cat "$WORK/verify.log")"
