@@ -3,7 +3,7 @@
 #
 #   deploy/build-image.sh            # as root on Debian 12
 #
-# 1. build-image/deb/nvmeof-exporter_<version>_<arch>.deb   (cmake Release + cpack)
+# 1. build-image/deb/nvmeof-exporter_<version>_<arch>.deb   (Release, dpkg-buildflags, cpack)
 # 2. a minimal Debian 12 root (mmdebstrap, from the Debian mirror in this machine's apt sources,
 #    essential packages only, no apt) with the .deb and the runtime libraries it Depends on;
 #    the binary gets file capabilities cap_bpf,cap_perfmon (the only way a non-root container
@@ -27,7 +27,10 @@ for tool in mmdebstrap buildah; do
     --no-install-recommends $tool >/dev/null
 done
 
-# --- 1. the package
+# --- 1. the package, with Debian's hardening flags (_FORTIFY_SOURCE, stack protector, relro,
+# bindnow, PIE). CMake reads no CPPFLAGS, so they go into the compiler flags.
+eval "$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --export=sh)"
+export CFLAGS="$CFLAGS $CPPFLAGS" CXXFLAGS="$CXXFLAGS $CPPFLAGS"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNVMEOF_BUILD_TESTS=OFF >/dev/null
 cmake --build "$BUILD" -j"$JOBS"
 (cd "$BUILD" && cpack -B "$PWD/../deb" >/dev/null)
