@@ -2,15 +2,19 @@
 # Builds the Debian package (Release) and an OCI container image from it, with no registry:
 #
 #   deploy/build-image.sh            # as root on Debian 12
+#   deploy/build-image.sh --check    # then also: install the .deb into a fresh Debian 12 root
+#                                    # (apt), serve /metrics there, remove and purge it; run
+#                                    # the image under podman (or unshare) and scrape it
 #
 # 1. build-image/deb/nvmeof-exporter_<version>_<arch>.deb   (Release, dpkg-buildflags, cpack)
 # 2. a minimal Debian 12 root (mmdebstrap, from the Debian mirror in this machine's apt sources,
 #    essential packages only, no apt) with the .deb and the runtime libraries it Depends on;
 #    the binary gets file capabilities cap_bpf,cap_perfmon (the only way a non-root container
 #    process gets them: Kubernetes sets no ambient capabilities); documentation is left out
-# 3. build-image/nvmeof-exporter_<version>.oci.tar: that root as one layer, committed by
-#    buildah, user 65534, entrypoint the exporter; also in local container storage as
-#    localhost/nvmeof-exporter:<version>. Push: README.md "Install".
+# 3. build-image/nvmeof-exporter_<tag>.oci.tar: that root as one layer, committed by buildah,
+#    user 65534, entrypoint the exporter; also in local container storage as
+#    localhost/nvmeof-exporter:<tag> (<tag>: the version with "+" as "-", e.g. 0.1.0).
+#    Push: README.md "Install".
 #
 # Not part of tests/run-all.sh (it downloads and builds a root filesystem: minutes).
 # deploy/README.md ("Container image") has what was checked with it and the numbers.
@@ -20,6 +24,9 @@ cd "$(dirname "$0")/.."
 OUT=build-image
 BUILD=$OUT/build
 JOBS=${JOBS:-2}
+CHECK=0
+[ "${1:-}" = --check ] && CHECK=1
+PORT=${PORT:-10499}
 
 deploy/install-deps.sh
 for tool in mmdebstrap buildah; do
@@ -69,8 +76,9 @@ setcap cap_bpf,cap_perfmon=ep "$ROOT/usr/bin/nvmeof_exporter"
 echo "root filesystem: $(du -sh "$ROOT" | cut -f1)"
 
 # --- 3. the image
-IMAGE=localhost/nvmeof-exporter:$VERSION
-ARCHIVE=$OUT/nvmeof-exporter_${VERSION}.oci.tar
+TAG=${VERSION//+/-}  # an image tag may not contain "+"
+IMAGE=localhost/nvmeof-exporter:$TAG
+ARCHIVE=$OUT/nvmeof-exporter_${TAG}.oci.tar
 ctr=$(buildah from scratch)
 trap 'buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
 mnt=$(buildah mount "$ctr")
@@ -87,3 +95,68 @@ trap - EXIT
 rm -f "$ARCHIVE"
 buildah push "$IMAGE" "oci-archive:$ARCHIVE:$IMAGE" >/dev/null
 echo "image: $IMAGE ($(buildah images --format '{{.Size}}' "$IMAGE")); archive: $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1))"
+
+[ $CHECK = 1 ] || exit 0
+
+scrape_ok() {  # scrape_ok WHAT: /metrics answers, every collector succeeds, eBPF is available
+  local m
+  for _ in $(seq 50); do m=$(curl -fsS "http://127.0.0.1:$PORT/metrics" 2>/dev/null) && break; sleep 0.2; done
+  [ -n "${m:-}" ] || { echo "FAIL: $1: no /metrics" >&2; return 1; }
+  echo "$1: $(grep -c '^nvmeof_' <<<"$m") nvmeof_* samples; $(grep '^nvmeof_exporter_build_info' <<<"$m")"
+  grep '^nvmeof_exporter_collector_success' <<<"$m" | grep -v ' 1$' && { echo "FAIL: $1: a collector failed" >&2; return 1; }
+  grep '^nvmeof_exporter_bpf_available' <<<"$m"
+}
+
+# --- the .deb in a fresh Debian 12 root: apt pulls in the dependencies
+CR=$OUT/check-root
+rm -rf "$CR"
+mmdebstrap --variant=apt bookworm "$CR" "$SOURCES"
+cp "$DEB" "$CR/tmp/"
+cp /etc/resolv.conf "$CR/etc/resolv.conf"
+mount --bind /proc "$CR/proc"; mount --rbind /sys "$CR/sys"; mount --bind /dev "$CR/dev"
+cleanup_root() { umount -R "$CR/sys" "$CR/proc" "$CR/dev" 2>/dev/null || true; }
+trap cleanup_root EXIT
+chroot "$CR" apt-get update -qq
+before=$(chroot "$CR" dpkg-query -W | wc -l)
+DEBIAN_FRONTEND=noninteractive chroot "$CR" apt-get install -y -qq "/tmp/$(basename "$DEB")" >/dev/null
+echo "fresh root: apt-get install ./$(basename "$DEB"): $(( $(chroot "$CR" dpkg-query -W | wc -l) - before )) packages installed"
+chroot "$CR" nvmeof_exporter --version
+chroot "$CR" nvmeof_exporter --config.file=/etc/nvmeof_exporter/config.yml --config.check
+chroot "$CR" nvmeof_exporter --config.file=/etc/nvmeof_exporter/config.yml \
+  --web.listen-address=127.0.0.1:$PORT >"$OUT/check-root.log" 2>&1 &
+xpid=$!
+scrape_ok "fresh root, host /sys and /proc" || { cat "$OUT/check-root.log"; kill $xpid; exit 1; }
+kill $xpid; wait $xpid || true
+chroot "$CR" apt-get remove -y -qq nvmeof-exporter >/dev/null
+echo "after remove: state $(chroot "$CR" dpkg-query -W -f='${db:Status-Abbrev}' nvmeof-exporter);" \
+  "files left: $(cd "$CR" && find etc/nvmeof_exporter usr/bin/nvmeof_exporter lib/systemd/system/nvmeof_exporter.service usr/share/nvmeof-exporter usr/share/doc/nvmeof-exporter 2>/dev/null | tr '\n' ' ')"
+chroot "$CR" apt-get purge -y -qq nvmeof-exporter >/dev/null
+echo "after purge: state '$(chroot "$CR" dpkg-query -W -f='${db:Status-Abbrev}' nvmeof-exporter 2>/dev/null)';" \
+  "files left: '$(cd "$CR" && find etc/nvmeof_exporter usr/bin/nvmeof_exporter lib/systemd/system/nvmeof_exporter.service usr/share/nvmeof-exporter usr/share/doc/nvmeof-exporter 2>/dev/null | tr '\n' ' ')'"
+cleanup_root; trap - EXIT
+
+# --- the image, as the DaemonSet runs it: non-root, only CAP_BPF + CAP_PERFMON, no_new_privs,
+# read-only root and read-only /sys, host network.
+ARGS=(--web.listen-address=127.0.0.1:$PORT --path.sysfs=/host/sys --path.configfs=/host/sys/kernel/config)
+if command -v podman >/dev/null &&
+   podman run -d --name nvmeof-exporter-check --replace --network host --read-only \
+     --cap-drop ALL --cap-add BPF,PERFMON --security-opt no-new-privileges \
+     -v /sys:/host/sys:ro "$IMAGE" "${ARGS[@]}" >"$OUT/podman.log" 2>&1; then
+  scrape_ok "podman" || { podman logs nvmeof-exporter-check; podman rm -f nvmeof-exporter-check; exit 1; }
+  podman exec nvmeof-exporter-check grep -E '^(Uid|CapEff|NoNewPrivs)' /proc/1/status || true
+  podman rm -f nvmeof-exporter-check >/dev/null
+else
+  echo "podman cannot run the image here: $(cat "$OUT/podman.log")"
+  echo "fallback: the image's root with unshare (new mount and PID namespaces), same privileges"
+  mkdir -p "$ROOT/host/sys"
+  unshare --mount --pid --fork --kill-child bash -c '
+    root=$1; shift
+    mount --rbind /sys "$root/host/sys" && mount -o remount,bind,ro "$root/host/sys" &&
+    mount --bind "$root" "$root" && mount -o remount,bind,ro "$root" &&
+    exec chroot "$root" setpriv --reuid=65534 --regid=65534 --clear-groups \
+      --bounding-set=-all,+bpf,+perfmon --inh-caps=-all --no-new-privs \
+      /usr/bin/nvmeof_exporter "$@"' bash "$(readlink -f "$ROOT")" "${ARGS[@]}" >"$OUT/unshare.log" 2>&1 &
+  upid=$!
+  scrape_ok "unshare" || { cat "$OUT/unshare.log"; kill $upid; exit 1; }
+  kill $upid; wait $upid || true
+fi

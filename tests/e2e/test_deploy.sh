@@ -172,10 +172,10 @@ privilege_runs() {
 image_run() {
   # The image: a non-root process whose runtime-given bounding and permitted sets are the added
   # capabilities, no_new_privs (allowPrivilegeEscalation: false), and the binary's file
-  # capabilities (the Dockerfile's setcap).
+  # capabilities (deploy/build-image.sh's setcap).
   if command -v setcap >/dev/null; then
     mkdir -p "$WORK/image" && cp "$EXE" "$WORK/image/nvmeof_exporter"
-    caps=$(sed -n 's/.*setcap \([^ ]*\) .*/\1/p' "$REPO/deploy/kubernetes/Dockerfile")
+    caps=$(sed -n 's/^setcap \([^ ]*\) .*/\1/p' "$REPO/deploy/build-image.sh")
     setcap "$caps" "$WORK/image/nvmeof_exporter"
     bounding=$(printf '%s\n' "${PRIV[@]}" | grep -- '--bounding-set=')
     wrapper image.sh setpriv --reuid=65534 --regid=65534 --clear-groups "$bounding" \
@@ -200,7 +200,7 @@ fi
 
 # --- Kubernetes: manifests consistent with the unit, and the image's privilege model
 ARGS=$(python3 "$CHECK" k8s "$REPO/deploy/kubernetes/nvmeof-exporter.yaml" \
-  "$REPO/deploy/kubernetes/Dockerfile" "$UNIT") || fail "Kubernetes manifest checks"
+  "$REPO/deploy/build-image.sh" "$UNIT") || fail "Kubernetes manifest checks"
 mapfile -t K8S_ARGS < <(sed "s#=/host/sys#=$FIXTURES/sysfs#; s#$FIXTURES/sysfs/kernel/config#$FIXTURES/configfs#" <<<"$ARGS")
 "$EXPORTER" "${K8S_ARGS[@]}" --config.check >"$WORK/k8s-args.log" 2>&1 ||
   fail "DaemonSet args rejected: $(cat "$WORK/k8s-args.log")"
