@@ -40,9 +40,10 @@ eval "$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --export=sh)"
 export CFLAGS="$CFLAGS $CPPFLAGS" CXXFLAGS="$CXXFLAGS $CPPFLAGS"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNVMEOF_BUILD_TESTS=OFF >/dev/null
 cmake --build "$BUILD" -j"$JOBS"
+rm -rf "$OUT/deb"
 (cd "$BUILD" && cpack -B "$PWD/../deb" >/dev/null)
-VERSION=$(cat "$BUILD/generated/nvmeof_version.txt")
-DEB=$(readlink -f "$OUT/deb/nvmeof-exporter_${VERSION}_$(dpkg --print-architecture).deb")
+DEB=$(readlink -f "$(ls "$OUT"/deb/nvmeof-exporter_*.deb)")
+VERSION=$(dpkg-deb -f "$DEB" Version)
 echo "package: $DEB ($(du -k "$DEB" | cut -f1) KiB)"
 
 # --- 2. the root filesystem. The Debian entries of this machine's apt sources (its mirror).
