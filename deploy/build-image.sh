@@ -138,7 +138,9 @@ cleanup_root; trap - EXIT
 
 # --- the image, as the DaemonSet runs it: non-root, only CAP_BPF + CAP_PERFMON, no_new_privs,
 # read-only root and read-only /sys, host network.
-ARGS=(--web.listen-address=127.0.0.1:$PORT --path.sysfs=/host/sys --path.configfs=/host/sys/kernel/config)
+ARGS=(--web.listen-address=127.0.0.1:$PORT --path.sysfs=/host/sys)
+# A root given with --path.* must exist: configfs only where it is mounted.
+[ -d /sys/kernel/config/nvmet ] && ARGS+=(--path.configfs=/host/sys/kernel/config)
 if command -v podman >/dev/null &&
    podman run -d --name nvmeof-exporter-check --replace --network host --read-only \
      --cap-drop ALL --cap-add BPF,PERFMON --security-opt no-new-privileges \
@@ -152,12 +154,19 @@ else
   mkdir -p "$ROOT/host/sys"
   unshare --mount --pid --fork --kill-child bash -c '
     root=$1; shift
-    mount --rbind /sys "$root/host/sys" && mount -o remount,bind,ro "$root/host/sys" &&
     mount --bind "$root" "$root" && mount -o remount,bind,ro "$root" &&
+    mount -t proc proc "$root/proc" &&  # this PID namespace'"'"'s, as a container has
+    mount --rbind /sys "$root/sys" && mount -o remount,bind,ro "$root/sys" &&  # as a runtime does
+    mount --rbind /sys "$root/host/sys" && mount -o remount,bind,ro "$root/host/sys" &&
     exec chroot "$root" setpriv --reuid=65534 --regid=65534 --clear-groups \
       --bounding-set=-all,+bpf,+perfmon --inh-caps=-all --no-new-privs \
       /usr/bin/nvmeof_exporter "$@"' bash "$(readlink -f "$ROOT")" "${ARGS[@]}" >"$OUT/unshare.log" 2>&1 &
   upid=$!
-  scrape_ok "unshare" || { cat "$OUT/unshare.log"; kill $upid; exit 1; }
-  kill $upid; wait $upid || true
+  # The exporter is PID 1 of the new namespace, unshare's child; setpriv's uid change clears
+  # --kill-child's death signal, so end it by its parent.
+  stop_ns() { pkill -P "$upid" || true; wait "$upid" || true; }
+  scrape_ok "unshare" || { cat "$OUT/unshare.log"; stop_ns; exit 1; }
+  pid=$(pgrep -P "$upid")
+  grep -E '^(Uid|CapEff|NoNewPrivs)' "/proc/$pid/status"
+  stop_ns
 fi
