@@ -130,7 +130,7 @@ def cmd_syscalls(unit, exe, *strace_logs):
     sys.exit(1 if problems else 0)
 
 
-def cmd_k8s(manifest, dockerfile, unit):
+def cmd_k8s(manifest, image_script, unit):
     text = open(manifest).read()
     problems = []
     for needle, why in [
@@ -152,7 +152,7 @@ def cmd_k8s(manifest, dockerfile, unit):
     if k8s_caps != sorted(bounding) or sorted(ambient) != sorted(bounding):
         problems.append(f"capabilities differ: DaemonSet {k8s_caps}, unit bounding "
                         f"{sorted(bounding)} ambient {sorted(ambient)}")
-    m = re.search(r"setcap\s+(\S+)=ep", open(dockerfile).read())
+    m = re.search(r"^setcap\s+(\S+)=ep", open(image_script).read(), re.M)
     image_caps = sorted(c.upper() for c in m.group(1).split(",")) if m else []
     if image_caps != sorted(bounding):
         problems.append(f"image file capabilities {image_caps} differ from {sorted(bounding)}")

@@ -6,17 +6,19 @@
 # config, the PrometheusRule recipe and the Grafana provisioning are valid.
 source "$(dirname "$0")/lib.sh"
 REPO=$(cd "$E2E_DIR/../.." && pwd)
-UNIT="$REPO/deploy/systemd/nvmeof_exporter.service"
+UNIT="$REPO/deploy/systemd/nvmeof_exporter.service.in"
 CHECK="$E2E_DIR/deploy_check.py"
 chmod 755 "$WORK"  # the unprivileged runs below execute and read from here
 EXE=$(readlink -f "$EXPORTER")
 HAVE_BPF=0
 "$EXPORTER" --help 2>&1 | grep -q '^ *bpf (default' && HAVE_BPF=1
 
-# --- systemd unit: the same file with ExecStart pointing at the binary under test
-sed "s#/usr/local/bin/nvmeof_exporter#$EXE#" "$UNIT" >"$WORK/nvmeof_exporter.service"
+# --- systemd unit: the template filled in as for the package, ExecStart naming the binary under test
+sed "s#@NVMEOF_BINDIR@/nvmeof_exporter#$EXE#; s#@NVMEOF_SYSCONFDIR@#/etc#g" "$UNIT" >"$WORK/nvmeof_exporter.service"
 if command -v systemd-analyze >/dev/null; then
-  (cd "$WORK" && systemd-analyze verify ./nvmeof_exporter.service) >"$WORK/verify.log" 2>&1 ||
+  # --man=no: Documentation= names the man page, which is only there once installed (the
+  # package's is checked by test_package.sh).
+  (cd "$WORK" && systemd-analyze verify --man=no ./nvmeof_exporter.service) >"$WORK/verify.log" 2>&1 ||
     fail "systemd-analyze verify: $(cat "$WORK/verify.log")"
   [ -s "$WORK/verify.log" ] && fail "systemd-analyze verify warns: $(cat "$WORK/verify.log")"
   pass "systemd-analyze verify: clean"
@@ -170,10 +172,10 @@ privilege_runs() {
 image_run() {
   # The image: a non-root process whose runtime-given bounding and permitted sets are the added
   # capabilities, no_new_privs (allowPrivilegeEscalation: false), and the binary's file
-  # capabilities (the Dockerfile's setcap).
+  # capabilities (deploy/build-image.sh's setcap).
   if command -v setcap >/dev/null; then
     mkdir -p "$WORK/image" && cp "$EXE" "$WORK/image/nvmeof_exporter"
-    caps=$(sed -n 's/.*setcap \([^ ]*\) .*/\1/p' "$REPO/deploy/kubernetes/Dockerfile")
+    caps=$(sed -n 's/^setcap \([^ ]*\) .*/\1/p' "$REPO/deploy/build-image.sh")
     setcap "$caps" "$WORK/image/nvmeof_exporter"
     bounding=$(printf '%s\n' "${PRIV[@]}" | grep -- '--bounding-set=')
     wrapper image.sh setpriv --reuid=65534 --regid=65534 --clear-groups "$bounding" \
@@ -198,7 +200,7 @@ fi
 
 # --- Kubernetes: manifests consistent with the unit, and the image's privilege model
 ARGS=$(python3 "$CHECK" k8s "$REPO/deploy/kubernetes/nvmeof-exporter.yaml" \
-  "$REPO/deploy/kubernetes/Dockerfile" "$UNIT") || fail "Kubernetes manifest checks"
+  "$REPO/deploy/build-image.sh" "$UNIT") || fail "Kubernetes manifest checks"
 mapfile -t K8S_ARGS < <(sed "s#=/host/sys#=$FIXTURES/sysfs#; s#$FIXTURES/sysfs/kernel/config#$FIXTURES/configfs#" <<<"$ARGS")
 "$EXPORTER" "${K8S_ARGS[@]}" --config.check >"$WORK/k8s-args.log" 2>&1 ||
   fail "DaemonSet args rejected: $(cat "$WORK/k8s-args.log")"
