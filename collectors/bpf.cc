@@ -7,6 +7,7 @@
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/histogram.h"
+#include "collectors/registry.h"
 
 namespace nvmeof {
 namespace {
@@ -321,18 +322,18 @@ std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, 
 }
 
 std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options) {
-  BlockLoad block = LoadBlock(options, /*plan_only=*/false);
+  BlockLoad block = LoadBlock(options.paths, options.bpf, /*plan_only=*/false);
   NvmeofLoad nvmeof;
-  if (block.availability.ok) nvmeof = LoadNvmeof(options, /*plan_only=*/false);
+  if (block.availability.ok) nvmeof = LoadNvmeof(options.paths, options.bpf, /*plan_only=*/false);
   return NewBpfCollectorFrom(options, std::move(block), std::move(nvmeof));
 }
 
 int RunProbe(const CollectorOptions& options, std::ostream& out) {
-  BlockLoad load = LoadBlock(options, /*plan_only=*/true);
+  BlockLoad load = LoadBlock(options.paths, options.bpf, /*plan_only=*/true);
   PrintProbe(load.availability, load.plan, out);
   int rc = load.availability.ok && load.plan.RequiredOk() ? 0 : 1;
   if (!load.availability.ok) return rc;
-  NvmeofLoad nv = LoadNvmeof(options, /*plan_only=*/true);
+  NvmeofLoad nv = LoadNvmeof(options.paths, options.bpf, /*plan_only=*/true);
   out << "\nNVMe-oF stages (hooks of modules not loaded are attached when they load):\n";
   PrintProbe(nv.availability, nv.plan, out);
   return nv.plan.RequiredOk() ? rc : 1;

@@ -8,8 +8,11 @@
 #include "collectors/base/collector.h"
 #include "collectors/bpf/block.h"
 #include "collectors/bpf/nvmeof.h"
+#include "collectors/bpf/options.h"
 
 namespace nvmeof {
+
+struct CollectorOptions;  // collectors/registry.h
 
 // Loads and attaches at construction. When BPF cannot be used (no CAP_BPF/CAP_PERFMON, no
 // BTF, lockdown, a required hook missing) it logs why once and exports

@@ -13,6 +13,8 @@
 //     nvmeN                              symlink to each controller of the subsystem
 //     nvmeXnY/{nsid,size}                namespace head (the block device users see)
 // dhchap_secret / dhchap_ctrl_secret hold authentication secrets: never read them.
+#include "collectors/nvme_host.h"
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "collectors/base/files.h"
+#include "collectors/base/yaml.h"
 #include "collectors/registry.h"
 
 namespace nvmeof {
@@ -168,7 +171,7 @@ void EmitOptionalCounter(MetricSink& out, std::string_view name, std::string_vie
 class NvmeHostCollector : public Collector {
  public:
   explicit NvmeHostCollector(const CollectorOptions& options)
-      : paths_(options.paths), controllers_(options.nvme_controllers) {}
+      : paths_(options.paths), controllers_(options.nvme_host.controllers) {}
 
   std::string_view Name() const override { return "nvme_host"; }
 
@@ -318,6 +321,10 @@ class NvmeHostCollector : public Collector {
 };
 
 }  // namespace
+
+bool ParseNvmeHostOptions(const YAML::Node& section, NvmeHostOptions* options, std::string* error) {
+  return ReadFilterSection(section, "nvme_host", "controllers", &options->controllers, error);
+}
 
 std::unique_ptr<Collector> NewNvmeHostCollector(const CollectorOptions& options) {
   return std::make_unique<NvmeHostCollector>(options);

@@ -14,6 +14,7 @@
 #include "collectors/base/fd.h"
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
+#include "collectors/base/yaml.h"
 #include "collectors/kernel/rdma_sysfs.h"
 #include "collectors/registry.h"
 
@@ -180,8 +181,8 @@ class PfcCollector : public Collector {
  public:
   PfcCollector(const CollectorOptions& options, std::unique_ptr<NetdevStatsSource> source)
       : paths_(options.paths),
-        rdma_devices_(options.rdma_devices),
-        netdevs_(options.netdevs),
+        rdma_devices_(options.rdma.devices),
+        netdevs_(options.pfc.netdevs),
         source_(std::move(source)) {}
 
   std::string_view Name() const override { return "pfc"; }
@@ -311,16 +312,20 @@ class PfcCollector : public Collector {
 
 }  // namespace
 
+bool ParsePfcOptions(const YAML::Node& section, PfcOptions* options, std::string* error) {
+  return ReadFilterSection(section, "pfc", "netdevs", &options->netdevs, error);
+}
+
 std::unique_ptr<Collector> NewPfcCollectorWithSource(const CollectorOptions& options,
                                                      std::unique_ptr<NetdevStatsSource> source) {
   return std::make_unique<PfcCollector>(options, std::move(source));
 }
 
 std::unique_ptr<Collector> NewPfcCollector(const CollectorOptions& options) {
-  return NewPfcCollectorWithSource(options,
-                                   options.ethtool_fixture_dir.empty()
-                                       ? NewKernelNetdevStatsSource()
-                                       : NewFixtureNetdevStatsSource(options.ethtool_fixture_dir));
+  return NewPfcCollectorWithSource(
+      options, options.pfc.ethtool_fixture_dir.empty()
+                   ? NewKernelNetdevStatsSource()
+                   : NewFixtureNetdevStatsSource(options.pfc.ethtool_fixture_dir));
 }
 
 }  // namespace nvmeof

@@ -15,7 +15,24 @@
 #include "collectors/base/collector.h"
 #include "collectors/kernel/netdev_stats.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace nvmeof {
+
+struct CollectorOptions;  // collectors/registry.h
+
+// Config section `pfc:`. The RDMA netdevs are those of the devices rdma.devices admits.
+struct PfcOptions {
+  NameFilter netdevs;  // netdevs beyond the RDMA ones (include) and ones to skip (exclude)
+  // Testing (--testing.ethtool-dir): read "ethtool -S" style text files from here instead of
+  // the SIOCETHTOOL ioctl (see NewFixtureNetdevStatsSource). Empty in production.
+  std::string ethtool_fixture_dir;
+};
+
+// The `pfc:` section on top of *options. Errors name the key: `pfc.netdevs.include: ...`.
+bool ParsePfcOptions(const YAML::Node& section, PfcOptions* options, std::string* error);
 
 // The collector with an explicit source (NewPfcCollector picks one from the options).
 std::unique_ptr<Collector> NewPfcCollectorWithSource(const CollectorOptions& options,

@@ -4,6 +4,8 @@
 // Per port:   <dev>/ports/N/{state,phys_state,rate,link_layer}, gid_attrs/ndevs/* (netdevs),
 //             counters/ (IB PMA port counters) and hw_counters/ (driver counters).
 // Needs no privileges: everything read here is world-readable.
+#include "collectors/rdma.h"
+
 #include <unistd.h>
 
 #include <charconv>
@@ -16,6 +18,7 @@
 #include <string_view>
 
 #include "collectors/base/files.h"
+#include "collectors/base/yaml.h"
 #include "collectors/kernel/rdma_sysfs.h"
 #include "collectors/rdma_counter_map.h"
 #include "collectors/registry.h"
@@ -102,7 +105,7 @@ class RdmaCollector : public Collector {
     if (!IsDir(root)) return true;  // no RDMA stack loaded: nothing to report
     if (::access(root.c_str(), R_OK | X_OK) != 0) return false;
     for (const auto& dev : ListDir(root)) {
-      if (options_.rdma_devices.Allows(dev)) CollectDevice(root + "/" + dev, dev, out);
+      if (options_.rdma.devices.Allows(dev)) CollectDevice(root + "/" + dev, dev, out);
     }
     return true;
   }
@@ -246,6 +249,10 @@ class RdmaCollector : public Collector {
 };
 
 }  // namespace
+
+bool ParseRdmaOptions(const YAML::Node& section, RdmaOptions* options, std::string* error) {
+  return ReadFilterSection(section, "rdma", "devices", &options->devices, error);
+}
 
 std::unique_ptr<Collector> NewRdmaCollector(const CollectorOptions& options) {
   return std::make_unique<RdmaCollector>(options);

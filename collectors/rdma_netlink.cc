@@ -28,6 +28,7 @@
 #include "collectors/base/fd.h"
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
+#include "collectors/base/yaml.h"
 #include "collectors/registry.h"
 
 namespace nvmeof {
@@ -133,7 +134,7 @@ class RdmaNetlinkCollector : public Collector {
  public:
   RdmaNetlinkCollector(const CollectorOptions& options,
                        std::unique_ptr<RdmaNetlinkTransport> transport)
-      : devices_(options.rdma_devices), o_(options.rdma_netlink), t_(std::move(transport)) {
+      : devices_(options.rdma.devices), o_(options.rdma_netlink), t_(std::move(transport)) {
     want_enabled_.insert(o_.enable_optional_counters.begin(), o_.enable_optional_counters.end());
   }
 
@@ -445,6 +446,49 @@ class RdmaNetlinkCollector : public Collector {
 };
 
 }  // namespace
+
+bool ParseRdmaNetlinkOptions(const YAML::Node& node, RdmaNetlinkOptions* o, std::string* error) {
+  if (!CheckKeys(node, "rdma_netlink",
+                 {"per_qp", "max_qp_series", "max_reply_bytes", "timeout_seconds",
+                  "enable_optional_counters"},
+                 error)) {
+    return false;
+  }
+  if (node["per_qp"] && !ReadBool(node["per_qp"], "rdma_netlink.per_qp", &o->per_qp, error)) {
+    return false;
+  }
+  std::uint64_t series = o->max_qp_series;
+  if ((node["max_qp_series"] && !ReadUint(node["max_qp_series"], "rdma_netlink.max_qp_series", 0,
+                                          1000000, &series, error)) ||
+      (node["max_reply_bytes"] && !ReadUint(node["max_reply_bytes"], "rdma_netlink.max_reply_bytes",
+                                            4096, 1ull << 30, &o->max_reply_bytes, error))) {
+    return false;
+  }
+  o->max_qp_series = static_cast<std::uint32_t>(series);
+  if (node["timeout_seconds"] &&
+      !ReadSeconds(node["timeout_seconds"], "rdma_netlink.timeout_seconds", 60, &o->timeout_seconds,
+                   error)) {
+    return false;
+  }
+  if (const auto& list = node["enable_optional_counters"]) {
+    if (!list.IsSequence()) {
+      *error = "rdma_netlink.enable_optional_counters: expected a list of counter names";
+      return false;
+    }
+    o->enable_optional_counters.clear();
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string name;
+      const std::string where = "rdma_netlink.enable_optional_counters[" + std::to_string(i) + "]";
+      if (!ReadScalar(list[i], where, &name, error)) return false;
+      if (name.empty()) {
+        *error = where + ": empty counter name";
+        return false;
+      }
+      o->enable_optional_counters.push_back(name);
+    }
+  }
+  return true;
+}
 
 std::unique_ptr<Collector> NewRdmaNetlinkCollector(
     const CollectorOptions& options, std::unique_ptr<RdmaNetlinkTransport> transport) {

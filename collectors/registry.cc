@@ -1,22 +1,36 @@
 #include "collectors/registry.h"
 
 namespace nvmeof {
+namespace {
+
+// One section parser per collector that has options, on its own part of CollectorOptions.
+template <typename T, T CollectorOptions::*member,
+          bool (*parse)(const YAML::Node&, T*, std::string*)>
+bool ParseSection(const YAML::Node& section, CollectorOptions* options, std::string* error) {
+  return parse(section, &(options->*member), error);
+}
+
+}  // namespace
 
 const std::vector<CollectorInfo>& AllCollectors() {
   static const std::vector<CollectorInfo> all = {
-      {"rdma", true, "RDMA devices, ports, port counters and hw_counters (sysfs)",
-       NewRdmaCollector},
+      {"rdma", true, "RDMA devices, ports, port counters and hw_counters (sysfs)", NewRdmaCollector,
+       ParseSection<RdmaOptions, &CollectorOptions::rdma, ParseRdmaOptions>},
       {"pfc", true, "PFC pause frames/duration per priority, pause storms (ethtool, DCB netlink)",
-       NewPfcCollector},
+       NewPfcCollector, ParseSection<PfcOptions, &CollectorOptions::pfc, ParsePfcOptions>},
       {"nvme_host", true, "NVMe host controllers, paths and namespaces (sysfs)",
-       NewNvmeHostCollector},
+       NewNvmeHostCollector,
+       ParseSection<NvmeHostOptions, &CollectorOptions::nvme_host, ParseNvmeHostOptions>},
       {"nvmet", true, "NVMe target subsystems, namespaces, ports and hosts (configfs)",
-       NewNvmetCollector},
-      {"tcp", true, "TCP retransmits, timeouts and ECN counters (procfs)", NewTcpCollector},
-      {"bpf", true, "eBPF block-layer stage latency (queue, device, end to end)", NewBpfCollector},
+       NewNvmetCollector, nullptr},
+      {"tcp", true, "TCP retransmits, timeouts and ECN counters (procfs)", NewTcpCollector,
+       nullptr},
+      {"bpf", true, "eBPF block-layer stage latency (queue, device, end to end)", NewBpfCollector,
+       ParseSection<BpfOptions, &CollectorOptions::bpf, ParseBpfOptions>},
       {"rdma_netlink", true,
        "RDMA port statistics, optional counters, resources and per-QP counters (rdma netlink)",
-       NewRdmaNetlinkCollector},
+       NewRdmaNetlinkCollector,
+       ParseSection<RdmaNetlinkOptions, &CollectorOptions::rdma_netlink, ParseRdmaNetlinkOptions>},
   };
   return all;
 }

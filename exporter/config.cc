@@ -8,6 +8,7 @@
 
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
+#include "collectors/base/yaml.h"
 #include "collectors/registry.h"
 
 namespace nvmeof {
@@ -74,211 +75,6 @@ bool CheckRoot(const std::string& flag, const std::string& path, std::string* er
   return true;
 }
 
-// --- YAML helpers: every key is checked, unknown keys are errors (like exporter-toolkit). ---
-
-bool CheckKeys(const YAML::Node& node, const std::string& where, std::set<std::string> allowed,
-               std::string* error) {
-  if (!node.IsMap()) {
-    *error = where + ": expected a mapping";
-    return false;
-  }
-  for (const auto& kv : node) {
-    const auto key = kv.first.as<std::string>();
-    if (!allowed.count(key)) {
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      *error = where + (where.empty() ? "" : ".") + key +
-               ": unknown key (expected one of: " + list + ")";
-      return false;
-    }
-  }
-  return true;
-}
-
-bool ReadScalar(const YAML::Node& node, const std::string& where, std::string* out,
-                std::string* error) {
-  if (!node.IsScalar()) {
-    *error = where + ": expected a string";
-    return false;
-  }
-  *out = node.Scalar();
-  return true;
-}
-
-bool ReadBool(const YAML::Node& node, const std::string& where, bool* out, std::string* error) {
-  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, *out)) {
-    *error = where + ": expected true or false";
-    return false;
-  }
-  return true;
-}
-
-bool CompileRegex(const std::string& text, const std::string& where, std::optional<std::regex>* re,
-                  std::string* error) {
-  if (text.empty()) {
-    re->reset();
-    return true;
-  }
-  try {
-    *re = std::regex(text, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    *error = where + ": invalid regular expression \"" + text + "\": " + e.what();
-    return false;
-  }
-  return true;
-}
-
-bool ReadFilter(const YAML::Node& node, const std::string& where, NameFilter* filter,
-                std::string* error) {
-  if (!CheckKeys(node, where, {"include", "exclude"}, error)) return false;
-  if (node["include"]) {
-    if (!ReadScalar(node["include"], where + ".include", &filter->include_text, error) ||
-        !CompileRegex(filter->include_text, where + ".include", &filter->include, error)) {
-      return false;
-    }
-  }
-  if (node["exclude"]) {
-    if (!ReadScalar(node["exclude"], where + ".exclude", &filter->exclude_text, error) ||
-        !CompileRegex(filter->exclude_text, where + ".exclude", &filter->exclude, error)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool ReadSection(const YAML::Node& root, const char* section, const char* key, NameFilter* filter,
-                 std::string* error) {
-  const YAML::Node node = root[section];
-  if (!node) return true;
-  if (!CheckKeys(node, section, {key}, error)) return false;
-  if (!node[key]) return true;
-  return ReadFilter(node[key], std::string(section) + "." + key, filter, error);
-}
-
-bool ValidMechanism(const std::string& m) {
-  return m == "auto" || m == "fentry" || m == "kprobe" || m == "tp_btf" || m == "raw_tp";
-}
-
-bool ReadBpf(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
-  if (!CheckKeys(node, "bpf",
-                 {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
-                  "block_devices", "size_classes"},
-                 error)) {
-    return false;
-  }
-  if (node["mechanism"]) {
-    if (!ReadScalar(node["mechanism"], "bpf.mechanism", &bpf->mechanism, error)) return false;
-    if (!ValidMechanism(bpf->mechanism)) {
-      *error = "bpf.mechanism: \"" + bpf->mechanism +
-               "\" is not one of auto, fentry, kprobe, tp_btf, raw_tp";
-      return false;
-    }
-  }
-  if (node["btf_path"] && !ReadScalar(node["btf_path"], "bpf.btf_path", &bpf->btf_path, error)) {
-    return false;
-  }
-  if (node["sample_every"]) {
-    std::string text;
-    if (!ReadScalar(node["sample_every"], "bpf.sample_every", &text, error)) return false;
-    auto v = ParseU64(text);
-    if (!v || *v < 1 || *v > 1000000) {
-      *error = "bpf.sample_every: \"" + text + "\" is not an integer in [1, 1000000]";
-      return false;
-    }
-    bpf->sample_every = static_cast<std::uint32_t>(*v);
-  }
-  if (node["buckets"]) {
-    const auto& b = node["buckets"];
-    if (!b.IsSequence() || b.size() == 0 || b.size() > 200) {
-      *error = "bpf.buckets: expected a list of 1 to 200 upper bounds in seconds";
-      return false;
-    }
-    bpf->buckets.clear();
-    for (size_t i = 0; i < b.size(); ++i) {
-      double v = 0;
-      if (!b[i].IsScalar() || !YAML::convert<double>::decode(b[i], v) || !(v > 0) ||
-          (!bpf->buckets.empty() && v <= bpf->buckets.back())) {
-        *error = "bpf.buckets[" + std::to_string(i) +
-                 "]: expected a positive number of seconds, larger than the one before";
-        return false;
-      }
-      bpf->buckets.push_back(v);
-    }
-  }
-  if (node["enable_stats"] &&
-      !ReadBool(node["enable_stats"], "bpf.enable_stats", &bpf->enable_stats, error)) {
-    return false;
-  }
-  if (node["block_devices"] &&
-      !ReadFilter(node["block_devices"], "bpf.block_devices", &bpf->block_devices, error)) {
-    return false;
-  }
-  if (node["size_classes"] &&
-      !ReadBool(node["size_classes"], "bpf.size_classes", &bpf->size_classes, error)) {
-    return false;
-  }
-  return true;
-}
-
-bool ReadRdmaNetlink(const YAML::Node& node, RdmaNetlinkOptions* o, std::string* error) {
-  if (!CheckKeys(node, "rdma_netlink",
-                 {"per_qp", "max_qp_series", "max_reply_bytes", "timeout_seconds",
-                  "enable_optional_counters"},
-                 error)) {
-    return false;
-  }
-  if (node["per_qp"] && !ReadBool(node["per_qp"], "rdma_netlink.per_qp", &o->per_qp, error)) {
-    return false;
-  }
-  auto read_uint = [&](const char* key, std::uint64_t lo, std::uint64_t hi, std::uint64_t* out) {
-    if (!node[key]) return true;
-    const std::string where = std::string("rdma_netlink.") + key;
-    std::string text;
-    if (!ReadScalar(node[key], where, &text, error)) return false;
-    auto v = ParseU64(text);
-    if (!v || *v < lo || *v > hi) {
-      *error = where + ": \"" + text + "\" is not an integer in [" + std::to_string(lo) + ", " +
-               std::to_string(hi) + "]";
-      return false;
-    }
-    *out = *v;
-    return true;
-  };
-  std::uint64_t series = o->max_qp_series;
-  if (!read_uint("max_qp_series", 0, 1000000, &series) ||
-      !read_uint("max_reply_bytes", 4096, 1ull << 30, &o->max_reply_bytes)) {
-    return false;
-  }
-  o->max_qp_series = static_cast<std::uint32_t>(series);
-  if (node["timeout_seconds"]) {
-    double v = 0;
-    if (!node["timeout_seconds"].IsScalar() ||
-        !YAML::convert<double>::decode(node["timeout_seconds"], v) || !(v > 0) || v > 60) {
-      *error = "rdma_netlink.timeout_seconds: expected a number of seconds in (0, 60]";
-      return false;
-    }
-    o->timeout_seconds = v;
-  }
-  if (const auto& list = node["enable_optional_counters"]) {
-    if (!list.IsSequence()) {
-      *error = "rdma_netlink.enable_optional_counters: expected a list of counter names";
-      return false;
-    }
-    o->enable_optional_counters.clear();
-    for (size_t i = 0; i < list.size(); ++i) {
-      std::string name;
-      const std::string where = "rdma_netlink.enable_optional_counters[" + std::to_string(i) + "]";
-      if (!ReadScalar(list[i], where, &name, error)) return false;
-      if (name.empty()) {
-        *error = where + ": empty counter name";
-        return false;
-      }
-      o->enable_optional_counters.push_back(name);
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 namespace {
@@ -297,10 +93,13 @@ bool ApplyConfigYamlOrThrow(const std::string& yaml_text, const std::string& sou
     *error = source + ": " + e;
     return false;
   };
-  if (!CheckKeys(root, "", {"collectors", "rdma", "pfc", "nvme_host", "bpf", "rdma_netlink"},
-                 &err)) {
-    return fail(err);
+  // The file-level schema: `collectors:` and one section per collector that has options, which
+  // that collector reads (CollectorInfo::parse).
+  std::set<std::string> keys = {"collectors"};
+  for (const auto& c : AllCollectors()) {
+    if (c.parse) keys.emplace(c.name);
   }
+  if (!CheckKeys(root, "", keys, &err)) return fail(err);
   if (const auto c = root["collectors"]) {
     if (!c.IsMap()) return fail("collectors: expected a mapping of collector name to true/false");
     for (const auto& kv : c) {
@@ -313,15 +112,9 @@ bool ApplyConfigYamlOrThrow(const std::string& yaml_text, const std::string& sou
       options->collectors[name] = enabled;
     }
   }
-  auto& co = options->collector;
-  if (!ReadSection(root, "rdma", "devices", &co.rdma_devices, &err) ||
-      !ReadSection(root, "pfc", "netdevs", &co.netdevs, &err) ||
-      !ReadSection(root, "nvme_host", "controllers", &co.nvme_controllers, &err)) {
-    return fail(err);
-  }
-  if (root["bpf"] && !ReadBpf(root["bpf"], &co.bpf, &err)) return fail(err);
-  if (root["rdma_netlink"] && !ReadRdmaNetlink(root["rdma_netlink"], &co.rdma_netlink, &err)) {
-    return fail(err);
+  for (const auto& c : AllCollectors()) {
+    const YAML::Node section = root[std::string(c.name)];
+    if (c.parse && section && !c.parse(section, &options->collector, &err)) return fail(err);
   }
   return true;
 }
@@ -453,7 +246,7 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
   }
   if (auto v = get("testing.ethtool-dir")) {
     if (!CheckRoot("testing.ethtool-dir", *v, error)) return false;
-    options->collector.ethtool_fixture_dir = *v;
+    options->collector.pfc.ethtool_fixture_dir = *v;
   }
   if (auto v = get("testing.rdma-netlink-record-dir")) {
     if (!CheckRoot("testing.rdma-netlink-record-dir", *v, error)) return false;
@@ -473,7 +266,7 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
   }
   // Flags win over the config file.
   if (auto v = get("bpf.mechanism")) {
-    if (!ValidMechanism(*v)) {
+    if (!ValidBpfMechanism(*v)) {
       *error = "--bpf.mechanism: \"" + *v + "\" is not one of auto, fentry, kprobe, tp_btf, raw_tp";
       return false;
     }

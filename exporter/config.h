@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/base/collector.h"
+#include "collectors/registry.h"
 
 namespace nvmeof {
 

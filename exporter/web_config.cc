@@ -8,24 +8,10 @@
 #include <set>
 #include <sstream>
 
+#include "collectors/base/yaml.h"
+
 namespace nvmeof {
 namespace {
-
-bool CheckKeys(const YAML::Node& node, const std::string& where,
-               const std::set<std::string>& allowed, std::string* error) {
-  if (!node.IsMap()) {
-    *error = where + ": expected a mapping";
-    return false;
-  }
-  for (const auto& kv : node) {
-    const auto key = kv.first.as<std::string>();
-    if (!allowed.count(key)) {
-      *error = (where.empty() ? "" : where + ".") + key + ": unknown key";
-      return false;
-    }
-  }
-  return true;
-}
 
 bool ReadText(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -59,8 +45,8 @@ bool ParseWebConfigOrThrow(const std::string& yaml_text, const std::string& base
     return false;
   }
   if (root.IsNull()) return true;
-  if (!CheckKeys(root, "", {"tls_server_config", "http_server_config", "basic_auth_users"},
-                 error)) {
+  if (!CheckKeys(root, "", {"tls_server_config", "http_server_config", "basic_auth_users"}, error,
+                 /*list_expected=*/false)) {
     return false;
   }
   auto resolve = [&](const std::string& p) {
@@ -71,7 +57,7 @@ bool ParseWebConfigOrThrow(const std::string& yaml_text, const std::string& base
             tls, "tls_server_config",
             {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version",
              "max_version", "cipher_suites", "curve_preferences", "prefer_server_cipher_suites"},
-            error)) {
+            error, /*list_expected=*/false)) {
       return false;
     }
     const std::string cert = tls["cert_file"] ? resolve(tls["cert_file"].as<std::string>()) : "";
@@ -129,7 +115,9 @@ bool ParseWebConfigOrThrow(const std::string& yaml_text, const std::string& base
     for (int v = lo; v <= hi; ++v) config->tls_priorities += std::string(":+") + kGnutls[v];
   }
   if (const auto http = root["http_server_config"]) {
-    if (!CheckKeys(http, "http_server_config", {"http2", "headers"}, error)) return false;
+    if (!CheckKeys(http, "http_server_config", {"http2", "headers"}, error,
+                   /*list_expected=*/false))
+      return false;
     if (const auto headers = http["headers"]) {
       if (!headers.IsMap()) {
         *error = "http_server_config.headers: expected a mapping";

@@ -155,16 +155,16 @@ Availability CheckBpfAvailable(const Paths& paths, const BpfOptions& options) {
   return a;
 }
 
-Availability PrepareBpfLoad(const CollectorOptions& options, std::optional<Mechanism>* forced,
-                            std::string* btf_path) {
-  Availability a = CheckBpfAvailable(options.paths, options.bpf);
+Availability PrepareBpfLoad(const Paths& paths, const BpfOptions& options,
+                            std::optional<Mechanism>* forced, std::string* btf_path) {
+  Availability a = CheckBpfAvailable(paths, options);
   if (!a.ok) return a;
-  if (!ParseMechanism(options.bpf.mechanism, forced)) {
-    return {false, "load_failed", "unknown bpf.mechanism \"" + options.bpf.mechanism + "\""};
+  if (!ParseMechanism(options.mechanism, forced)) {
+    return {false, "load_failed", "unknown bpf.mechanism \"" + options.mechanism + "\""};
   }
   struct utsname u {};
   uname(&u);
-  *btf_path = ResolveBtfPath(options.bpf.btf_path, u.release);
+  *btf_path = ResolveBtfPath(options.btf_path, u.release);
   return a;
 }
 

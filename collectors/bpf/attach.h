@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectors/base/collector.h"
+#include "collectors/bpf/options.h"
 
 namespace nvmeof {
 
@@ -84,8 +85,8 @@ Availability CheckBpfAvailable(const Paths& paths, const BpfOptions& options);
 // The common start of loading a BPF collector part: is BPF usable, which mechanism is forced
 // (bpf.mechanism), which BTF file CO-RE uses. !ok: the result says why (load_failed for an
 // unknown mechanism).
-Availability PrepareBpfLoad(const CollectorOptions& options, std::optional<Mechanism>* forced,
-                            std::string* btf_path);
+Availability PrepareBpfLoad(const Paths& paths, const BpfOptions& options,
+                            std::optional<Mechanism>* forced, std::string* btf_path);
 
 // The BTF file CO-RE should use: "" for the running kernel's own; else options.btf_path, or
 // for a directory <dir>/vmlinux, <dir>/<release>.btf or <dir>/<release>/vmlinux.

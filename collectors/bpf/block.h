@@ -57,7 +57,7 @@ struct BlockLoad {
 
 // Never throws and never exits: on any failure `source` is null and `availability` says why.
 // plan_only: probe which variants attach (trial loads) without keeping anything loaded.
-BlockLoad LoadBlock(const CollectorOptions& options, bool plan_only);
+BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_only);
 
 std::string_view BlockOpName(std::uint32_t op);        // read write flush discard other
 std::string_view BlockStageName(std::uint32_t stage);  // queue device total

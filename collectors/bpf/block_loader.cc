@@ -100,15 +100,15 @@ class KernelBlockSource : public BlockSource {
 
 }  // namespace
 
-BlockLoad LoadBlock(const CollectorOptions& options, bool plan_only) {
+BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_only) {
   InstallLibbpfLogger();
   BlockLoad load;
   std::optional<Mechanism> forced;
   std::string btf_path;
-  load.availability = PrepareBpfLoad(options, &forced, &btf_path);
+  load.availability = PrepareBpfLoad(paths, options, &forced, &btf_path);
   if (!load.availability.ok) return load;
 
-  KernelProber prober(options.paths, [&](const Variant& v, std::string* error) {
+  KernelProber prober(paths, [&](const Variant& v, std::string* error) {
     Skeleton<block_bpf> trial = OpenSkeleton<block_bpf>(btf_path, error);
     if (!trial) return -EINVAL;
     return LoadAndAttach(trial->skeleton, {v.program}, error);
@@ -132,7 +132,7 @@ BlockLoad LoadBlock(const CollectorOptions& options, bool plan_only) {
   std::string error;
   Skeleton<block_bpf> skel = OpenSkeleton<block_bpf>(btf_path, &error);
   if (skel) {
-    skel->rodata->sample_every = options.bpf.sample_every ? options.bpf.sample_every : 1;
+    skel->rodata->sample_every = options.sample_every ? options.sample_every : 1;
     skel->rodata->issue_hooked = load.plan.Find(kHookBlockIssue)->chosen.has_value();
     if (LoadAndAttach(skel->skeleton, load.plan.Programs(), &error) < 0) skel.reset();
   }
@@ -140,9 +140,9 @@ BlockLoad LoadBlock(const CollectorOptions& options, bool plan_only) {
     load.availability = {false, "load_failed", error};
     return load;
   }
-  UniqueFd stats_fd = options.bpf.enable_stats ? EnableRunTimeStats() : UniqueFd();
-  load.source = std::make_unique<KernelBlockSource>(std::move(skel), load.plan, std::move(stats_fd),
-                                                    options.paths);
+  UniqueFd stats_fd = options.enable_stats ? EnableRunTimeStats() : UniqueFd();
+  load.source =
+      std::make_unique<KernelBlockSource>(std::move(skel), load.plan, std::move(stats_fd), paths);
   return load;
 }
 

@@ -11,8 +11,12 @@ Availability DisabledAtBuild() {
 
 }  // namespace
 
-BlockLoad LoadBlock(const CollectorOptions&, bool) { return {DisabledAtBuild(), {}, nullptr}; }
+BlockLoad LoadBlock(const Paths&, const BpfOptions&, bool) {
+  return {DisabledAtBuild(), {}, nullptr};
+}
 
-NvmeofLoad LoadNvmeof(const CollectorOptions&, bool) { return {DisabledAtBuild(), {}, nullptr}; }
+NvmeofLoad LoadNvmeof(const Paths&, const BpfOptions&, bool) {
+  return {DisabledAtBuild(), {}, nullptr};
+}
 
 }  // namespace nvmeof

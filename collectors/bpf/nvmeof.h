@@ -61,7 +61,7 @@ struct NvmeofLoad {
 
 // Never throws and never exits. plan_only: probe which variants attach (hooks of modules not
 // loaded are listed as missing with that reason) without keeping anything loaded.
-NvmeofLoad LoadNvmeof(const CollectorOptions& options, bool plan_only);
+NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_only);
 
 // Is the module loaded? (<sysfs>/module/<name> exists; built-in modules have it too)
 bool ModuleLoaded(const Paths& paths, std::string_view module);

@@ -34,22 +34,22 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& b
 // listed as missing with the reason. Trial loads go to fresh objects (own maps).
 // trial_loads: after the static checks, load and attach each variant alone to be sure (~0.3-5 s
 // each under QEMU's TCG); without, the static checks decide and the caller's final load tells.
-AttachPlan PlanNvmeof(const CollectorOptions& options, const std::string& btf_path,
+AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::string& btf_path,
                       std::optional<Mechanism> forced, const std::vector<std::string>& attached,
                       bool trial_loads) {
   std::vector<HookSpec> candidates;
   std::vector<const HookSpec*> waiting;
   for (const auto& h : NvmeofHooks()) {
     if (std::find(attached.begin(), attached.end(), h.name) != attached.end()) continue;
-    if (ModuleLoaded(options.paths, h.gate)) {
+    if (ModuleLoaded(paths, h.gate)) {
       candidates.push_back(h);
     } else {
       waiting.push_back(&h);
     }
   }
-  KernelProber prober(options.paths, [&](const Variant& v, std::string* error) {
+  KernelProber prober(paths, [&](const Variant& v, std::string* error) {
     if (!trial_loads) return 0;
-    Skeleton<nvmeof_bpf> trial = OpenNvmeof(btf_path, options.bpf, error);
+    Skeleton<nvmeof_bpf> trial = OpenNvmeof(btf_path, options, error);
     if (!trial) return -EINVAL;
     bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
     bpf_map__set_max_entries(trial->maps.nv_hists, 1);
@@ -74,9 +74,10 @@ AttachPlan PlanNvmeof(const CollectorOptions& options, const std::string& btf_pa
 
 class KernelNvmeofSource : public NvmeofSource {
  public:
-  KernelNvmeofSource(CollectorOptions options, std::string btf_path,
+  KernelNvmeofSource(Paths paths, BpfOptions options, std::string btf_path,
                      std::optional<Mechanism> forced, Skeleton<nvmeof_bpf> maps, UniqueFd stats_fd)
-      : options_(std::move(options)),
+      : paths_(std::move(paths)),
+        options_(std::move(options)),
         btf_path_(std::move(btf_path)),
         forced_(forced),
         maps_(std::move(maps)),
@@ -154,7 +155,7 @@ class KernelNvmeofSource : public NvmeofSource {
       if (bpf_map_lookup_elem(cfd, &i, values.data()) != 0) return false;
       for (auto v : values) out->counters[i] += v;
     }
-    out->program_run_stats = stats_fd_.valid() || BpfStatsSysctlEnabled(options_.paths);
+    out->program_run_stats = stats_fd_.valid() || BpfStatsSysctlEnabled(paths_);
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& inst : instances_) {
       for (const auto& h : inst.plan.hooks) {
@@ -181,7 +182,7 @@ class KernelNvmeofSource : public NvmeofSource {
   void Refresh() {
     std::string modules;
     for (const auto& h : NvmeofHooks()) {
-      if (ModuleLoaded(options_.paths, h.gate)) modules += std::string(h.gate) + ",";
+      if (ModuleLoaded(paths_, h.gate)) modules += std::string(h.gate) + ",";
     }
     if (modules == modules_) return;
     modules_ = modules;
@@ -197,12 +198,13 @@ class KernelNvmeofSource : public NvmeofSource {
     }
     // The static checks first and one load (fast); if that load fails, a trial load per hook
     // finds the variants that work.
-    AttachPlan plan = PlanNvmeof(options_, btf_path_, forced_, attached, /*trial_loads=*/false);
+    AttachPlan plan =
+        PlanNvmeof(paths_, options_, btf_path_, forced_, attached, /*trial_loads=*/false);
     std::string error;
     Skeleton<nvmeof_bpf> skel = Load(plan, &error);
     if (!skel && !plan.Programs().empty()) {
       LogInfo("NVMe-oF eBPF load failed; trying each hook alone", Kv("err", error));
-      plan = PlanNvmeof(options_, btf_path_, forced_, attached, /*trial_loads=*/true);
+      plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached, /*trial_loads=*/true);
       skel = Load(plan, &error);
     }
     if (!plan.Programs().empty()) {
@@ -230,7 +232,7 @@ class KernelNvmeofSource : public NvmeofSource {
 
   Skeleton<nvmeof_bpf> Load(const AttachPlan& plan, std::string* error) {
     if (plan.Programs().empty()) return {};
-    Skeleton<nvmeof_bpf> skel = OpenNvmeof(btf_path_, options_.bpf, error);
+    Skeleton<nvmeof_bpf> skel = OpenNvmeof(btf_path_, options_, error);
     if (skel && ShareMaps(skel.get(), error) &&
         LoadAndAttach(skel->skeleton, plan.Programs(), error) == 0) {
       return skel;
@@ -277,14 +279,15 @@ class KernelNvmeofSource : public NvmeofSource {
         if (const HookPlan* hp = inst.plan.Find(h.name); hp && hp->chosen) found = hp;
       }
       if (!found) found = latest.Find(h.name);
-      if (found && ModuleLoaded(options_.paths, h.gate)) live.hooks.push_back(*found);
+      if (found && ModuleLoaded(paths_, h.gate)) live.hooks.push_back(*found);
     }
     plan_ = std::move(live);
   }
 
   static constexpr std::chrono::seconds kModulePoll{2};
 
-  CollectorOptions options_;
+  Paths paths_;
+  BpfOptions options_;
   std::string btf_path_;
   std::optional<Mechanism> forced_;
   Skeleton<nvmeof_bpf> maps_;  // owns the maps; no programs
@@ -302,27 +305,27 @@ class KernelNvmeofSource : public NvmeofSource {
 
 }  // namespace
 
-NvmeofLoad LoadNvmeof(const CollectorOptions& options, bool plan_only) {
+NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_only) {
   InstallLibbpfLogger();
   NvmeofLoad load;
   std::optional<Mechanism> forced;
   std::string btf_path;
-  load.availability = PrepareBpfLoad(options, &forced, &btf_path);
+  load.availability = PrepareBpfLoad(paths, options, &forced, &btf_path);
   if (!load.availability.ok) return load;
   if (plan_only) {
-    load.plan = PlanNvmeof(options, btf_path, forced, {}, /*trial_loads=*/true);
+    load.plan = PlanNvmeof(paths, options, btf_path, forced, {}, /*trial_loads=*/true);
     return load;
   }
   std::string error;
-  Skeleton<nvmeof_bpf> maps = OpenNvmeof(btf_path, options.bpf, &error);
+  Skeleton<nvmeof_bpf> maps = OpenNvmeof(btf_path, options, &error);
   if (maps && LoadAndAttach(maps->skeleton, {}, &error) != 0) maps.reset();
   if (!maps) {
     load.availability = {false, "load_failed", error};
     return load;
   }
-  UniqueFd stats_fd = options.bpf.enable_stats ? EnableRunTimeStats() : UniqueFd();
-  load.source = std::make_unique<KernelNvmeofSource>(options, btf_path, forced, std::move(maps),
-                                                     std::move(stats_fd));
+  UniqueFd stats_fd = options.enable_stats ? EnableRunTimeStats() : UniqueFd();
+  load.source = std::make_unique<KernelNvmeofSource>(paths, options, btf_path, forced,
+                                                     std::move(maps), std::move(stats_fd));
   load.plan = load.source->Plan();
   return load;
 }

@@ -12,9 +12,10 @@
 #include <memory>
 #include <vector>
 
-#include "collectors/rdma_netlink.h"
-#include "collectors/kernel/nldev.h"
 #include "collectors/base/log.h"
+#include "collectors/kernel/nldev.h"
+#include "collectors/rdma_netlink.h"
+#include "collectors/registry.h"
 
 namespace {
 

@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+#include "collectors/registry.h"
+
 namespace nvmeof {
 namespace {
 

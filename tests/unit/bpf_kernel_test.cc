@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "collectors/bpf.h"
+#include "collectors/registry.h"
 
 namespace nvmeof {
 namespace {

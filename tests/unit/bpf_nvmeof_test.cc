@@ -9,6 +9,7 @@
 
 #include "collectors/bpf.h"
 #include "collectors/bpf/nvmeof.h"
+#include "collectors/registry.h"
 #include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 

@@ -60,10 +60,10 @@ bpf:
                               "test.yml", &o, &error))
       << error;
   EXPECT_FALSE(o.collectors["tcp"]);
-  EXPECT_TRUE(o.collector.rdma_devices.Allows("mlx5_0"));
-  EXPECT_FALSE(o.collector.rdma_devices.Allows("mlx5_1"));
-  EXPECT_FALSE(o.collector.rdma_devices.Allows("rxe0"));
-  EXPECT_TRUE(o.collector.netdevs.Allows("eth0"));
+  EXPECT_TRUE(o.collector.rdma.devices.Allows("mlx5_0"));
+  EXPECT_FALSE(o.collector.rdma.devices.Allows("mlx5_1"));
+  EXPECT_FALSE(o.collector.rdma.devices.Allows("rxe0"));
+  EXPECT_TRUE(o.collector.pfc.netdevs.Allows("eth0"));
   EXPECT_EQ(o.collector.bpf.mechanism, "raw_tp");
   EXPECT_EQ(o.collector.bpf.sample_every, 8u);
   EXPECT_EQ(o.collector.bpf.buckets.size(), 3u);

@@ -222,7 +222,7 @@ TEST_F(NvmeHostFixture, PathsAndAnaState) {
 TEST(NvmeHostFilter, IncludeOneController) {
   CollectorOptions o;
   o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
-  o.nvme_controllers.include = std::regex("nvme1");
+  o.nvme_host.controllers.include = std::regex("nvme1");
   MetricSink sink;
   ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(sink));
   ASSERT_EQ(Select(sink, "nvmeof_controller_info").size(), 1u);

@@ -123,7 +123,7 @@ class TempDir {
 CollectorOptions FixtureOptions(const std::string& sysfs, const std::string& ethtool) {
   CollectorOptions o;
   o.paths.sysfs = sysfs;
-  o.ethtool_fixture_dir = ethtool;
+  o.pfc.ethtool_fixture_dir = ethtool;
   return o;
 }
 
@@ -312,7 +312,7 @@ TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
     EXPECT_EQ(Count(sink, "rdma_netdev_info", {{"netdev", "ens1f0np0"}}), 1);
   }
   {
-    o.netdevs.include = std::regex("ens2f0|veth0|bonding_masters");
+    o.pfc.netdevs.include = std::regex("ens2f0|veth0|bonding_masters");
     MetricSink sink;
     ASSERT_TRUE(NewPfcCollector(o)->Collect(sink));
     EXPECT_EQ(Count(sink, "rdma_netdev_info"), 3);
@@ -323,7 +323,7 @@ TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
     EXPECT_EQ(sink.skipped(), 0u);
   }
   {
-    o.netdevs.exclude = std::regex("ens1f0np0|veth0");
+    o.pfc.netdevs.exclude = std::regex("ens1f0np0|veth0");
     MetricSink sink;
     ASSERT_TRUE(NewPfcCollector(o)->Collect(sink));
     EXPECT_EQ(Count(sink, "rdma_netdev_info"), 1);
@@ -332,7 +332,7 @@ TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
   }
   {
     CollectorOptions o2 = FixtureOptions(t.path() + "/sys", kEthtool);
-    o2.rdma_devices.exclude = std::regex("mlx5_.*");
+    o2.rdma.devices.exclude = std::regex("mlx5_.*");
     MetricSink sink;
     ASSERT_TRUE(NewPfcCollector(o2)->Collect(sink));
     EXPECT_TRUE(sink.Empty());

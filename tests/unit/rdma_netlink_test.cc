@@ -153,7 +153,7 @@ struct Scrape {
 Scrape ScrapeDir(const std::string& dir, RdmaNetlinkOptions o = {}, NameFilter devices = {}) {
   CollectorOptions options;
   options.rdma_netlink = std::move(o);
-  options.rdma_devices = std::move(devices);
+  options.rdma.devices = std::move(devices);
   auto t = std::make_unique<LoggingReplay>(dir);
   auto requests = t->requests;
   Scrape s;

@@ -35,7 +35,7 @@ struct Scrape {
 Scrape ScrapeRdma(const std::string& sysfs, NameFilter devices = {}) {
   CollectorOptions options;
   options.paths.sysfs = sysfs;
-  options.rdma_devices = std::move(devices);
+  options.rdma.devices = std::move(devices);
   Scrape s;
   s.ok = NewRdmaCollector(options)->Collect(s.sink);
   return s;

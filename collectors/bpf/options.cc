@@ -1,0 +1,67 @@
+#include "collectors/bpf/options.h"
+
+#include "collectors/base/yaml.h"
+
+namespace nvmeof {
+
+bool ValidBpfMechanism(const std::string& m) {
+  return m == "auto" || m == "fentry" || m == "kprobe" || m == "tp_btf" || m == "raw_tp";
+}
+
+bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
+  if (!CheckKeys(node, "bpf",
+                 {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
+                  "block_devices", "size_classes"},
+                 error)) {
+    return false;
+  }
+  if (node["mechanism"]) {
+    if (!ReadScalar(node["mechanism"], "bpf.mechanism", &bpf->mechanism, error)) return false;
+    if (!ValidBpfMechanism(bpf->mechanism)) {
+      *error = "bpf.mechanism: \"" + bpf->mechanism +
+               "\" is not one of auto, fentry, kprobe, tp_btf, raw_tp";
+      return false;
+    }
+  }
+  if (node["btf_path"] && !ReadScalar(node["btf_path"], "bpf.btf_path", &bpf->btf_path, error)) {
+    return false;
+  }
+  if (node["sample_every"]) {
+    std::uint64_t v = 0;
+    if (!ReadUint(node["sample_every"], "bpf.sample_every", 1, 1000000, &v, error)) return false;
+    bpf->sample_every = static_cast<std::uint32_t>(v);
+  }
+  if (node["buckets"]) {
+    const auto& b = node["buckets"];
+    if (!b.IsSequence() || b.size() == 0 || b.size() > 200) {
+      *error = "bpf.buckets: expected a list of 1 to 200 upper bounds in seconds";
+      return false;
+    }
+    bpf->buckets.clear();
+    for (size_t i = 0; i < b.size(); ++i) {
+      double v = 0;
+      if (!b[i].IsScalar() || !YAML::convert<double>::decode(b[i], v) || !(v > 0) ||
+          (!bpf->buckets.empty() && v <= bpf->buckets.back())) {
+        *error = "bpf.buckets[" + std::to_string(i) +
+                 "]: expected a positive number of seconds, larger than the one before";
+        return false;
+      }
+      bpf->buckets.push_back(v);
+    }
+  }
+  if (node["enable_stats"] &&
+      !ReadBool(node["enable_stats"], "bpf.enable_stats", &bpf->enable_stats, error)) {
+    return false;
+  }
+  if (node["block_devices"] &&
+      !ReadFilter(node["block_devices"], "bpf.block_devices", &bpf->block_devices, error)) {
+    return false;
+  }
+  if (node["size_classes"] &&
+      !ReadBool(node["size_classes"], "bpf.size_classes", &bpf->size_classes, error)) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace nvmeof

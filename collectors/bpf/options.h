@@ -1,0 +1,33 @@
+// Options of the bpf collector (config section `bpf:`, flags --bpf.*). They live with the loaders
+// because the loaders consume them; collectors/bpf.cc registers the section.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectors/base/collector.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace nvmeof {
+
+struct BpfOptions {
+  std::string mechanism = "auto";  // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
+  std::string btf_path;            // external BTF file or directory, for kernels without BTF
+  std::uint32_t sample_every = 8;  // time 1 in N; counts stay exact (default: tests/bench)
+  std::vector<double> buckets;     // histogram upper bounds in seconds; empty = built-in
+  bool enable_stats = false;       // turn on BPF_ENABLE_STATS for per-program run time
+  NameFilter block_devices;        // disks to time (sda, vda, nvme0n1, loop0)
+  bool size_classes = false;       // NVMe-oF stages: add a `size` label (5 I/O size classes)
+};
+
+// auto | fentry | kprobe | tp_btf | raw_tp (bpf.mechanism, --bpf.mechanism).
+bool ValidBpfMechanism(const std::string& mechanism);
+
+// The `bpf:` section on top of *options. Errors name the key: `bpf.sample_every: ...`.
+bool ParseBpfOptions(const YAML::Node& section, BpfOptions* options, std::string* error);
+
+}  // namespace nvmeof
