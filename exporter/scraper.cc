@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <system_error>
@@ -92,14 +93,14 @@ bool StartRun(const std::shared_ptr<Scraper::Slot>& slot) {
 
 }  // namespace
 
-Scraper::Scraper(std::vector<std::unique_ptr<Collector>> collectors) {
-  for (auto& c : collectors) {
-    auto slot = std::make_shared<Slot>();
-    slot->collector = std::move(c);
-    slot->name = std::string(slot->collector->Name());
-    slots_.push_back(std::move(slot));
-  }
+namespace {
+std::vector<std::shared_ptr<Collector>> Shared(std::vector<std::unique_ptr<Collector>> in) {
+  return {std::make_move_iterator(in.begin()), std::make_move_iterator(in.end())};
 }
+}  // namespace
+
+Scraper::Scraper(std::vector<std::unique_ptr<Collector>> collectors)
+    : Scraper(Shared(std::move(collectors))) {}
 
 Scraper::Scraper(std::vector<std::shared_ptr<Collector>> collectors) {
   for (auto& c : collectors) {
