@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -27,6 +28,10 @@ constexpr FlagSpec kFlags[] = {
     {"web.max-requests", "Concurrent scrapes served; more get 503. Default 4.", false},
     {"web.max-connections", "Open HTTP connections; more are refused. Default 512.", false},
     {"web.connection-timeout", "Seconds before an idle or slow connection is closed. Default 10.",
+     false},
+    {"web.scrape-timeout",
+     "Longest a scrape may take, in seconds (10, 2.5s); X-Prometheus-Scrape-Timeout-Seconds "
+     "less a margin shortens it. Collectors not done by then are left out. Default 10.",
      false},
     {"config.file", "YAML config: collectors, device and netdev filters, bpf.", false},
     {"config.check", "Validate flags, --config.file and --web.config.file, then exit.", true},
@@ -233,6 +238,17 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
   if (auto v = get("web.connection-timeout");
       v && !ParseInt("web.connection-timeout", *v, 1, 3600, &web.timeout_seconds, error)) {
     return false;
+  }
+  if (auto v = get("web.scrape-timeout")) {
+    std::string text = *v;
+    if (!text.empty() && text.back() == 's') text.pop_back();
+    char* end = nullptr;
+    const double seconds = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(seconds > 0) || seconds > 600) {
+      *error = "--web.scrape-timeout: \"" + *v + "\" is not a number of seconds in (0, 600]";
+      return false;
+    }
+    web.scrape_timeout_seconds = seconds;
   }
   auto& paths = options->collector.paths;
   for (auto [flag, dst] :

@@ -18,6 +18,9 @@ struct WebOptions {
   int max_requests = 4;       // concurrent scrapes; more get 503
   int max_connections = 512;  // open connections; more are refused at accept
   int timeout_seconds = 10;   // idle/slow connection timeout
+  // Longest a scrape may take; the scraper's X-Prometheus-Scrape-Timeout-Seconds header
+  // (less a margin) may shorten it. Collectors still running then are left out.
+  double scrape_timeout_seconds = 10;
 };
 
 struct Options {

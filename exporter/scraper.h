@@ -1,7 +1,18 @@
 // Runs the enabled collectors for one scrape and renders the Prometheus text format,
-// adding the exporter's own series (build info, per-collector success/duration/skips).
+// adding the exporter's own series (build info, per-collector success/duration/skips/timeouts).
+//
+// Deadlines: every scrape has one. Each collector run happens on its own detached thread that
+// shares ownership of the collector and its state (Slot), so a run stuck in the kernel (a sysfs
+// read that waits on firmware, a hung FUSE or NFS file) can outlive the scrape, and even the
+// Scraper, without dangling. A collector that misses the deadline is reported with success 0,
+// its timeouts counter incremented and no series of its own. It is not started again until that
+// run returns: later scrapes report it as timed out at once. So there is at most one run per
+// collector at any time, and the threads the scraper owns are bounded by the collector count.
+// Concurrent scrapes share a run that is already in flight (and not yet overdue) instead of
+// starting a second one.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,15 +23,28 @@ namespace nvmeof {
 
 class Scraper {
  public:
-  explicit Scraper(std::vector<std::unique_ptr<Collector>> collectors);
+  using Duration = std::chrono::steady_clock::duration;
 
-  // Collects everything (collectors in parallel) and returns the text exposition.
-  std::string Scrape();
+  explicit Scraper(std::vector<std::unique_ptr<Collector>> collectors);
+  explicit Scraper(std::vector<std::shared_ptr<Collector>> collectors);
+  // Does not wait for runs in flight: they hold their own references.
+  ~Scraper();
+  Scraper(const Scraper&) = delete;
+  Scraper& operator=(const Scraper&) = delete;
+
+  // Collects everything (collectors in parallel, at most `timeout`) and returns the text
+  // exposition.
+  std::string Scrape(Duration timeout);
   // The same, as families (for tests).
-  MetricSink CollectAll();
+  MetricSink CollectAll(Duration timeout);
+  // Makes scrapes waiting now and later return at once (collectors not done count as timed
+  // out), so the web server's threads can be joined on shutdown while a collector is stuck.
+  void Shutdown();
+
+  struct Slot;  // per-collector shared state (scraper.cc)
 
  private:
-  std::vector<std::unique_ptr<Collector>> collectors_;
+  std::vector<std::shared_ptr<Slot>> slots_;
 };
 
 }  // namespace nvmeof

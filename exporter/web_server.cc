@@ -6,6 +6,9 @@
 #include <netinet/in.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -104,6 +107,16 @@ std::string Gzip(const std::string& data) {
   return rc == Z_STREAM_END ? out : std::string();
 }
 
+double ScrapeTimeoutSeconds(const char* header, double max_seconds) {
+  if (!header) return max_seconds;
+  char* end = nullptr;
+  const double v = std::strtod(header, &end);
+  while (end && *end == ' ') ++end;
+  if (end == header || !end || *end != '\0' || !std::isfinite(v) || v <= 0) return max_seconds;
+  const double margin = std::min(0.5, v * 0.1);
+  return std::max(0.01, std::min(max_seconds, v - margin));
+}
+
 WebServer::WebServer(WebOptions options, WebConfig config, Handler metrics)
     : options_(std::move(options)), config_(std::move(config)), metrics_(std::move(metrics)) {}
 
@@ -113,7 +126,17 @@ bool WebServer::Start(std::string* error) {
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   if (!ParseListenAddress(options_.listen_address, &addr, &addr_len, error)) return false;
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+  // One thread per connection (poll() in the listening thread). A scrape blocks its handler
+  // for up to the scrape deadline; with a shared polling thread or a small pool (what this
+  // used to be: 2 epoll threads) two slow scrapes blocked every other connection, `/` and the
+  // 503 of the scrape cap included. Per connection, a scrape only blocks its own connection,
+  // and the cap below is checked before blocking, so the 503 is immediate. Threads are bounded
+  // by --web.max-connections (idle ones end after --web.connection-timeout); collector runs
+  // are bounded separately by the scraper (one per collector). Suspend/resume with a scrape
+  // worker would bound threads tighter but would need resuming every suspended connection
+  // before MHD_stop_daemon; not worth it at an exporter's connection counts.
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+                   MHD_USE_ERROR_LOG;
   if (addr.ss_family == AF_INET6) flags |= MHD_USE_DUAL_STACK;
   if (config_.tls()) flags |= MHD_USE_TLS;
 
@@ -123,8 +146,6 @@ bool WebServer::Start(std::string* error) {
       {MHD_OPTION_CONNECTION_TIMEOUT, static_cast<intptr_t>(options_.timeout_seconds), nullptr},
       // Requests are a header or two; 32 KiB is enough and bounds memory per connection.
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 32 * 1024, nullptr},
-      // Two threads: one scrape may block one of them while the other keeps accepting.
-      {MHD_OPTION_THREAD_POOL_SIZE, 2, nullptr},
       {MHD_OPTION_LISTEN_BACKLOG_SIZE, 128, nullptr},
   };
   if (config_.tls()) {
@@ -240,8 +261,18 @@ int WebServer::Handle(MHD_Connection* connection, const std::string& url,
     return Reply(connection, MHD_HTTP_OK, "text/html; charset=utf-8",
                  LandingPage(options_.telemetry_path), gzip_ok);
   }
+  if (url == "/-/healthy") return Reply(connection, MHD_HTTP_OK, kText, "Healthy\n", false);
+  const bool ready = ready_.load(std::memory_order_acquire);
+  if (url == "/-/ready") {
+    return ready ? Reply(connection, MHD_HTTP_OK, kText, "Ready\n", false)
+                 : Reply(connection, MHD_HTTP_SERVICE_UNAVAILABLE, kText, "Not ready\n", false);
+  }
   if (url != options_.telemetry_path) {
     return Reply(connection, MHD_HTTP_NOT_FOUND, kText, "Not Found\n", false);
+  }
+  if (!ready) {
+    return Reply(connection, MHD_HTTP_SERVICE_UNAVAILABLE, kText,
+                 "Collectors are being set up, try again\n", false);
   }
   // Cap concurrent scrapes: each one walks sysfs and BPF maps; piling them up helps nobody.
   if (in_flight_.fetch_add(1) >= options_.max_requests) {
@@ -251,7 +282,10 @@ int WebServer::Handle(MHD_Connection* connection, const std::string& url,
   }
   std::string body;
   try {
-    body = metrics_();
+    body = metrics_(
+        ScrapeTimeoutSeconds(MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                                         "X-Prometheus-Scrape-Timeout-Seconds"),
+                             options_.scrape_timeout_seconds));
   } catch (const std::exception& e) {
     in_flight_.fetch_sub(1);
     LogError("scrape failed", Kv("err", e.what()));

@@ -1,5 +1,6 @@
-// HTTP(S) server on libmicrohttpd: /, the telemetry path, 404 elsewhere. TLS and basic auth
-// from the exporter-toolkit web config; bounded connections, timeouts and concurrent scrapes.
+// HTTP(S) server on libmicrohttpd: /, the telemetry path, /-/healthy, /-/ready, 404 elsewhere.
+// TLS and basic auth from the exporter-toolkit web config; bounded connections, timeouts and
+// concurrent scrapes; a deadline per scrape.
 #pragma once
 
 #include <atomic>
@@ -18,7 +19,8 @@ namespace nvmeof {
 
 class WebServer {
  public:
-  using Handler = std::function<std::string()>;  // returns the text exposition
+  // Returns the text exposition, taking at most about `timeout_seconds`.
+  using Handler = std::function<std::string(double timeout_seconds)>;
 
   WebServer(WebOptions options, WebConfig config, Handler metrics);
   ~WebServer();
@@ -28,6 +30,8 @@ class WebServer {
   // Binds and starts the server threads. On failure returns false with *error set.
   bool Start(std::string* error);
   void Stop();
+  // /-/ready answers 200 and the telemetry path serves only once this is set (503 before).
+  void SetReady(bool ready) { ready_.store(ready, std::memory_order_release); }
   // Port actually bound (useful with port 0 in tests).
   int port() const { return port_; }
 
@@ -46,6 +50,7 @@ class WebServer {
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
   std::atomic<int> in_flight_{0};
+  std::atomic<bool> ready_{false};
   // Passwords that verified, keyed by user, so bcrypt (tens of ms) runs once per credential.
   std::mutex auth_mu_;
   std::map<std::string, std::string> auth_cache_;
@@ -55,5 +60,9 @@ class WebServer {
 std::string Gzip(const std::string& data);
 // True if an Accept-Encoding header value admits gzip.
 bool AcceptsGzip(const char* accept_encoding);
+// The time a scrape may take: the scraper's X-Prometheus-Scrape-Timeout-Seconds (may be null)
+// less a margin for rendering and sending (10%, at most 0.5 s), capped at max_seconds
+// (--web.scrape-timeout). A missing or malformed header gives max_seconds.
+double ScrapeTimeoutSeconds(const char* header, double max_seconds);
 
 }  // namespace nvmeof

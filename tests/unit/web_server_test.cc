@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <future>
+#include <vector>
 
 namespace nvmeof {
 namespace {
@@ -54,9 +55,10 @@ WebOptions LoopbackOptions() {
 }
 
 TEST(WebServer, ServesMetricsLandingAnd404) {
-  WebServer server(LoopbackOptions(), {}, [] { return std::string("up 1\n"); });
+  WebServer server(LoopbackOptions(), {}, [](double) { return std::string("up 1\n"); });
   std::string error;
   ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
   const auto metrics = Get(server.port(), "/metrics");
   EXPECT_NE(metrics.find("200 OK"), std::string::npos);
   EXPECT_NE(metrics.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
@@ -69,9 +71,10 @@ TEST(WebServer, ServesMetricsLandingAnd404) {
 
 TEST(WebServer, GzipWhenAsked) {
   const std::string body(10000, 'x');
-  WebServer server(LoopbackOptions(), {}, [&] { return body; });
+  WebServer server(LoopbackOptions(), {}, [&](double) { return body; });
   std::string error;
   ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
   const auto reply = Get(server.port(), "/metrics", "Accept-Encoding: gzip\r\n");
   ASSERT_NE(reply.find("Content-Encoding: gzip"), std::string::npos);
   EXPECT_EQ(Gunzip(reply.substr(reply.find("\r\n\r\n") + 4)), body);
@@ -85,7 +88,7 @@ TEST(WebServer, ConcurrentScrapesPastTheCapGet503) {
   int entered = 0;
   auto options = LoopbackOptions();
   options.max_requests = 1;
-  WebServer server(options, {}, [&] {
+  WebServer server(options, {}, [&](double) {
     std::unique_lock<std::mutex> lock(mu);
     ++entered;
     cv.notify_all();
@@ -94,6 +97,7 @@ TEST(WebServer, ConcurrentScrapesPastTheCapGet503) {
   });
   std::string error;
   ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
   auto first = std::async(std::launch::async, [&] { return Get(server.port(), "/metrics"); });
   {
     std::unique_lock<std::mutex> lock(mu);
@@ -109,10 +113,78 @@ TEST(WebServer, ConcurrentScrapesPastTheCapGet503) {
   EXPECT_NE(first.get().find("200 OK"), std::string::npos);
 }
 
+TEST(WebServer, HealthyAlwaysReadyOnceSetUp) {
+  WebServer server(LoopbackOptions(), {}, [](double) { return std::string("up 1\n"); });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  EXPECT_NE(Get(server.port(), "/-/healthy").find("200 OK"), std::string::npos);
+  EXPECT_NE(Get(server.port(), "/-/ready").find("503"), std::string::npos);
+  EXPECT_NE(Get(server.port(), "/metrics").find("503"), std::string::npos);
+  server.SetReady(true);
+  EXPECT_NE(Get(server.port(), "/-/ready").find("200 OK"), std::string::npos);
+  EXPECT_NE(Get(server.port(), "/metrics").find("200 OK"), std::string::npos);
+}
+
+// Blocked scrapes (up to the cap) must not hold up the landing page, health or the 503.
+TEST(WebServer, BlockedScrapesDoNotBlockOtherRequests) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int entered = 0;
+  double seen_timeout = 0;
+  auto options = LoopbackOptions();
+  options.max_requests = 3;
+  options.scrape_timeout_seconds = 7;
+  WebServer server(options, {}, [&](double timeout) {
+    std::unique_lock<std::mutex> lock(mu);
+    ++entered;
+    seen_timeout = timeout;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return std::string("ok 1\n");
+  });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
+  std::vector<std::future<std::string>> scrapes;
+  for (int i = 0; i < 3; ++i) {
+    scrapes.push_back(std::async(std::launch::async, [&] {
+      return Get(server.port(), "/metrics", "X-Prometheus-Scrape-Timeout-Seconds: 3\r\n");
+    }));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return entered == 3; });
+    EXPECT_DOUBLE_EQ(seen_timeout, 2.7);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(Get(server.port(), "/").find("200 OK"), std::string::npos);
+  EXPECT_NE(Get(server.port(), "/-/healthy").find("200 OK"), std::string::npos);
+  EXPECT_NE(Get(server.port(), "/metrics").find("503"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& f : scrapes) EXPECT_NE(f.get().find("200 OK"), std::string::npos);
+}
+
+TEST(ScrapeTimeoutSeconds, HeaderLessMarginCappedByFlag) {
+  EXPECT_DOUBLE_EQ(ScrapeTimeoutSeconds(nullptr, 10), 10);
+  EXPECT_DOUBLE_EQ(ScrapeTimeoutSeconds("10", 10), 9.5);  // margin at most 0.5 s
+  EXPECT_DOUBLE_EQ(ScrapeTimeoutSeconds("3", 10), 2.7);   // 10% below 5 s
+  EXPECT_DOUBLE_EQ(ScrapeTimeoutSeconds("30", 10), 10);   // the flag caps it
+  EXPECT_DOUBLE_EQ(ScrapeTimeoutSeconds("x", 10), 10);
+  EXPECT_DOUBLE_EQ(ScrapeTimeoutSeconds("-1", 10), 10);
+  EXPECT_DOUBLE_EQ(ScrapeTimeoutSeconds("inf", 10), 10);
+  EXPECT_DOUBLE_EQ(ScrapeTimeoutSeconds("3s", 10), 10);
+}
+
 TEST(WebServer, BadListenAddress) {
   WebOptions options;
   options.listen_address = "127.0.0.1";
-  WebServer server(options, {}, [] { return std::string(); });
+  WebServer server(options, {}, [](double) { return std::string(); });
   std::string error;
   EXPECT_FALSE(server.Start(&error));
   EXPECT_NE(error.find("no :port"), std::string::npos);

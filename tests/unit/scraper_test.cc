@@ -1,0 +1,161 @@
+// Scraper deadlines: a collector that blocks is reported as timed out, is not started again
+// while stuck, and does not hold up the others.
+#include "exporter/scraper.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/sink_query.h"
+
+namespace nvmeof {
+namespace {
+
+using namespace std::chrono_literals;
+
+class FastCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "fast"; }
+  bool Collect(MetricSink& out) override {
+    out.Gauge("nvmeof_test_fast", "test", {}, 1);
+    return true;
+  }
+};
+
+// Blocks in Collect until Release(); counts runs started. Shared with the scraper, so the test
+// can release it after the scraper is gone.
+class BlockingCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "blocking"; }
+  bool Collect(MetricSink& out) override {
+    ++runs;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return released_; });
+    out.Gauge("nvmeof_test_blocking", "test", {}, 1);
+    return true;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  std::atomic<int> runs{0};
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+
+struct Fixture {
+  std::shared_ptr<BlockingCollector> blocking = std::make_shared<BlockingCollector>();
+  std::unique_ptr<Scraper> scraper;
+  Fixture() {
+    scraper = std::make_unique<Scraper>(
+        std::vector<std::shared_ptr<Collector>>{std::make_shared<FastCollector>(), blocking});
+  }
+  ~Fixture() { blocking->Release(); }
+};
+
+// Waits (bounded) until the blocking collector has returned, seen through the scraper.
+bool WaitUntilReturned(Scraper& s, BlockingCollector& b, int runs) {
+  for (int i = 0; i < 200; ++i) {
+    auto sink = s.CollectAll(50ms);
+    if (Value(sink, "nvmeof_exporter_collector_success", {{"collector", "blocking"}}) == 1 &&
+        b.runs == runs) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(ScraperDeadline, TimedOutCollectorIsMarkedAndOthersServed) {
+  Fixture f;
+  const auto start = std::chrono::steady_clock::now();
+  auto sink = f.scraper->CollectAll(200ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 200ms);
+  EXPECT_LT(took, 2s);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_success", {{"collector", "blocking"}}), 0);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_timeouts_total", {{"collector", "blocking"}}),
+            1);
+  EXPECT_GE(Value(sink, "nvmeof_exporter_collector_duration_seconds", {{"collector", "blocking"}}),
+            0.2);
+  EXPECT_EQ(sink.Find("nvmeof_test_blocking"), nullptr);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_success", {{"collector", "fast"}}), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_timeouts_total", {{"collector", "fast"}}), 0);
+  EXPECT_EQ(Value(sink, "nvmeof_test_fast"), 1);
+}
+
+TEST(ScraperDeadline, StuckCollectorIsNotStartedAgainAndReportedAtOnce) {
+  Fixture f;
+  f.scraper->CollectAll(100ms);
+  ASSERT_EQ(f.blocking->runs, 1);
+  for (int i = 0; i < 5; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    // A long deadline: the stuck collector must not be waited for again.
+    auto sink = f.scraper->CollectAll(10s);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+    EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_success", {{"collector", "blocking"}}), 0);
+    EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_timeouts_total", {{"collector", "blocking"}}),
+              2 + i);
+    EXPECT_EQ(Value(sink, "nvmeof_test_fast"), 1);
+  }
+  EXPECT_EQ(f.blocking->runs, 1);  // no pile-up
+
+  // Once the run returns, the next scrape starts a fresh one (its result is not reused).
+  f.blocking->Release();
+  EXPECT_TRUE(WaitUntilReturned(*f.scraper, *f.blocking, 2));
+  auto sink = f.scraper->CollectAll(10s);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_success", {{"collector", "blocking"}}), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_test_blocking"), 1);
+  // 6, or 7 if a scrape in the wait above still found the old run stuck.
+  EXPECT_GE(Value(sink, "nvmeof_exporter_collector_timeouts_total", {{"collector", "blocking"}}),
+            6);
+}
+
+TEST(ScraperDeadline, ConcurrentScrapesShareOneRun) {
+  Fixture f;
+  std::vector<std::future<MetricSink>> scrapes;
+  for (int i = 0; i < 8; ++i) {
+    scrapes.push_back(std::async(std::launch::async, [&] { return f.scraper->CollectAll(300ms); }));
+  }
+  for (auto& s : scrapes) {
+    auto sink = s.get();
+    EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_success", {{"collector", "blocking"}}), 0);
+    EXPECT_EQ(Value(sink, "nvmeof_test_fast"), 1);
+  }
+  EXPECT_EQ(f.blocking->runs, 1);
+}
+
+TEST(ScraperDeadline, ShutdownReleasesWaitingScrapes) {
+  Fixture f;
+  auto scrape = std::async(std::launch::async, [&] { return f.scraper->CollectAll(30s); });
+  while (f.blocking->runs == 0) std::this_thread::sleep_for(1ms);
+  const auto start = std::chrono::steady_clock::now();
+  f.scraper->Shutdown();
+  auto sink = scrape.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_success", {{"collector", "blocking"}}), 0);
+}
+
+TEST(ScraperDeadline, ScraperMayGoAwayWhileARunIsStuck) {
+  auto blocking = std::make_shared<BlockingCollector>();
+  {
+    Scraper scraper(std::vector<std::shared_ptr<Collector>>{blocking});
+    scraper.CollectAll(10ms);
+  }
+  // The run still holds the collector; releasing it now must not touch the dead scraper.
+  blocking->Release();
+  for (int i = 0; i < 100 && blocking.use_count() > 1; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(blocking.use_count(), 1);
+}
+
+}  // namespace
+}  // namespace nvmeof
