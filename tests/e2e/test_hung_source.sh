@@ -155,8 +155,10 @@ curl -sf -m 1 "http://127.0.0.1:$PORT/-/healthy" >/dev/null || fail "/-/healthy 
 # 3. SIGTERM while the read is still stuck (and a scrape is waiting on nothing).
 start=$(date +%s.%N)
 kill -TERM "$LAST_PID"
-for _ in $(seq 40); do kill -0 "$LAST_PID" 2>/dev/null || break; sleep 0.05; done
-kill -0 "$LAST_PID" 2>/dev/null && fail "exporter still running 2 s after SIGTERM"
+# Running, not a zombie waiting for this shell to reap it (kill -0 succeeds on zombies).
+running() { grep -Eq '^State:\s+[^Z]' "/proc/$1/status" 2>/dev/null; }
+for _ in $(seq 40); do running "$LAST_PID" || break; sleep 0.05; done
+running "$LAST_PID" && fail "exporter still running 2 s after SIGTERM"
 wait "$LAST_PID" || true
 echo "SIGTERM to exit: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.2f", e - s}')s"
 pass "hung source: deadlines held, landing page and health answered, threads bounded"
