@@ -31,6 +31,7 @@ FIXTURE_FLAGS=(--path.sysfs="$FIXTURES/sysfs" --path.procfs="$FIXTURES/procfs"
 start_exporter() {
   local name=$1; shift
   local log="$WORK/$name.log"
+  : >"$log"  # exists before the polling below reads it (the child's redirect may come later)
   "$EXPORTER" --web.listen-address=127.0.0.1:0 "$@" >"$log" 2>&1 &
   PIDS+=($!)
   LAST_PID=$!
