@@ -11,7 +11,7 @@
 namespace nvmeof {
 
 Scraper::Scraper(std::vector<std::unique_ptr<Collector>> collectors)
-    : collectors_(std::move(collectors)) {}
+    : collectors_(std::move(collectors)), sanitized_total_(collectors_.size()) {}
 
 namespace {
 
@@ -61,6 +61,11 @@ MetricSink Scraper::CollectAll() {
     self.Gauge("nvmeof_exporter_collector_skipped_series",
                "Series the collector skipped this scrape: unreadable or malformed source values.",
                {{"collector", name}}, static_cast<double>(r.sink.skipped()));
+    const auto sanitized = sanitized_total_[i] += r.sink.sanitized();
+    self.Counter("nvmeof_exporter_label_values_sanitized_total",
+                 "Label values the exporter changed to serve them: invalid UTF-8, control "
+                 "characters or longer than 1024 bytes.",
+                 {{"collector", name}}, static_cast<double>(sanitized));
     out.Append(std::move(r.sink));
   }
   out.Append(std::move(self));
