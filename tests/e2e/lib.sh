@@ -43,3 +43,12 @@ start_exporter() {
   done
   fail "exporter $name did not start listening"
 }
+
+# start_prometheus: runs Debian's prometheus on $WORK/prometheus.yml (written by the caller) on a
+# free port, storage in $WORK/tsdb, log in $WORK/prometheus.log; sets PROM_PORT.
+start_prometheus() {
+  PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
+    --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
+  PIDS+=($!)
+}

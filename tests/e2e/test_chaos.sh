@@ -72,7 +72,6 @@ done
 pass "$((TREES - ${#BROKEN[@]})) of $TREES chaos trees served valid /metrics"
 
 # A real Prometheus scrapes the kept exporters: it rejects a whole scrape on one invalid label.
-PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 {
   echo "global: {scrape_interval: 1s, evaluation_interval: 1s}"
   echo "scrape_configs:"
@@ -82,9 +81,7 @@ PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
     echo "      - {targets: [\"127.0.0.1:${PROM_PORTS[$k]}\"], labels: {chaos_seed: \"${PROM_SEEDS[$k]}\"}}"
   done
 } >"$WORK/prometheus.yml"
-prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
-PIDS+=($!)
+start_prometheus
 # query EXPR: "seed value" lines of an instant query.
 query() {
   curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" |
