@@ -60,6 +60,7 @@ struct Scraper::Slot {
   std::uint64_t finished = 0;          // runs finished so far
   std::shared_ptr<const Result> last;  // the last finished run's result
   std::uint64_t timeouts = 0;          // scrapes that reported this collector as timed out
+  std::uint64_t sanitized = 0;         // label values sanitized by all finished runs
 };
 
 namespace {
@@ -78,6 +79,7 @@ bool StartRun(const std::shared_ptr<Scraper::Slot>& slot) {
         LogWarn("collector returned after its scrape deadline",
                 Kv("collector", slot->name) + " " + Kv("seconds", Seconds(result->seconds)));
       }
+      slot->sanitized += result->sink.sanitized();
       slot->last = std::move(result);
       ++slot->finished;
       slot->running = false;
@@ -144,7 +146,7 @@ MetricSink Scraper::CollectAll(Duration timeout) {
     Slot& s = *slots_[i];
     std::shared_ptr<const Result> r;
     double seconds = 0;
-    std::uint64_t timeouts = 0;
+    std::uint64_t timeouts = 0, sanitized = 0;
     {
       std::unique_lock<std::mutex> lock(s.mu);
       if (wait_for[i] != 0) {
@@ -163,6 +165,7 @@ MetricSink Scraper::CollectAll(Duration timeout) {
         seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
       }
       timeouts = s.timeouts;
+      sanitized = s.sanitized;
     }
     const Labels labels = {{"collector", s.name}};
     self.Gauge("nvmeof_exporter_collector_success",
@@ -179,6 +182,10 @@ MetricSink Scraper::CollectAll(Duration timeout) {
                  "Scrapes that left the collector out because it missed the scrape deadline or "
                  "was still running from an earlier scrape.",
                  labels, static_cast<double>(timeouts));
+    self.Counter("nvmeof_exporter_label_values_sanitized_total",
+                 "Label values the exporter changed to serve them: invalid UTF-8, control "
+                 "characters or longer than 1024 bytes.",
+                 labels, static_cast<double>(sanitized));
     // Concurrent scrapes may share one run's result, so each appends a copy.
     if (r) out.Append(MetricSink(r->sink));
   }

@@ -1,5 +1,5 @@
 // Runs the enabled collectors for one scrape and renders the Prometheus text format,
-// adding the exporter's own series (build info, per-collector success/duration/skips/timeouts).
+// adding the exporter's own series (build info, per-collector success/duration/skips/timeouts/sanitized).
 //
 // Deadlines: every scrape has one. Each collector run happens on its own detached thread that
 // shares ownership of the collector and its state (Slot), so a run stuck in the kernel (a sysfs

@@ -1,4 +1,7 @@
 // MetricSink: collectors append samples by family name; families keep first-seen order.
+// It is the one place series are built, so it is where untrusted input is made safe: every label
+// value goes through SanitizeLabelValue (collectors/base/label_value.h), label names are checked,
+// and values that cannot be served (NaN, -Inf; +Inf outside gauges) are skipped, not written.
 #pragma once
 
 #include <prometheus/metric_family.h>
@@ -26,6 +29,10 @@ class MetricSink {
   // Counted into nvmeof_exporter_collector_skipped_series instead of emitting a false 0.
   void Skip(size_t n = 1) { skipped_ += n; }
   size_t skipped() const { return skipped_; }
+  // Label values SanitizeLabelValue changed (invalid UTF-8, controls, over-long); counted into
+  // nvmeof_exporter_label_values_sanitized_total. Each distinct metric/label pair is logged once
+  // per process at debug level.
+  size_t sanitized() const { return sanitized_; }
 
   // Moves everything collected so far out, in insertion order.
   std::vector<prometheus::MetricFamily> Take();
@@ -35,12 +42,14 @@ class MetricSink {
   const prometheus::MetricFamily* Find(std::string_view name) const;
 
  private:
-  prometheus::ClientMetric& Add(std::string_view name, std::string_view help,
+  // The new series, or nullptr when it was skipped (an invalid label name).
+  prometheus::ClientMetric* Add(std::string_view name, std::string_view help,
                                 prometheus::MetricType type, Labels labels);
 
   std::vector<prometheus::MetricFamily> families_;
   std::unordered_map<std::string, size_t> index_;
   size_t skipped_ = 0;
+  size_t sanitized_ = 0;
 };
 
 }  // namespace nvmeof

@@ -31,6 +31,7 @@ FIXTURE_FLAGS=(--path.sysfs="$FIXTURES/sysfs" --path.procfs="$FIXTURES/procfs"
 start_exporter() {
   local name=$1; shift
   local log="$WORK/$name.log"
+  : >"$log"  # exists before the polling below reads it (the child's redirect may come later)
   "$EXPORTER" --web.listen-address=127.0.0.1:0 "$@" >"$log" 2>&1 &
   PIDS+=($!)
   LAST_PID=$!
@@ -41,4 +42,13 @@ start_exporter() {
     sleep 0.1
   done
   fail "exporter $name did not start listening"
+}
+
+# start_prometheus: runs Debian's prometheus on $WORK/prometheus.yml (written by the caller) on a
+# free port, storage in $WORK/tsdb, log in $WORK/prometheus.log; sets PROM_PORT.
+start_prometheus() {
+  PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
+    --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
+  PIDS+=($!)
 }

@@ -5,16 +5,13 @@ source "$(dirname "$0")/lib.sh"
 command -v prometheus >/dev/null || fail "prometheus is not installed (apt-get install prometheus)"
 
 start_exporter prom-target "${FIXTURE_FLAGS[@]}"
-PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$WORK/prometheus.yml" <<YAML
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 scrape_configs:
   - job_name: nvmeof
     static_configs: [{targets: ["127.0.0.1:$PORT"]}]
 YAML
-prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
-PIDS+=($!)
+start_prometheus
 
 # query EXPR: prints "labels value" lines of an instant query.
 query() {
