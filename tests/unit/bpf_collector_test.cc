@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "collectors/registry.h"
+#include "tests/unit/sink_query.h"
 
 namespace nvmeof {
 namespace {
@@ -27,23 +28,10 @@ class FakeSource : public BlockSource {
   }
 };
 
-std::string Label(const prometheus::ClientMetric& m, const std::string& name) {
-  for (const auto& l : m.label) {
-    if (l.name == name) return l.value;
-  }
-  return "<none>";
-}
-
 const prometheus::ClientMetric* FindSeries(const MetricSink& sink, const std::string& family,
                                            std::map<std::string, std::string> labels) {
-  const auto* f = sink.Find(family);
-  if (!f) return nullptr;
-  for (const auto& m : f->metric) {
-    bool match = true;
-    for (const auto& [k, v] : labels) match = match && Label(m, k) == v;
-    if (match) return &m;
-  }
-  return nullptr;
+  auto found = Select(sink, family, labels);
+  return found.empty() ? nullptr : found[0];
 }
 
 class BpfCollectorTest : public ::testing::Test {

@@ -14,6 +14,7 @@
 
 #include "collectors/bpf.h"
 #include "collectors/registry.h"
+#include "tests/unit/sink_query.h"
 
 namespace nvmeof {
 namespace {
@@ -44,16 +45,11 @@ bool Loaded(std::uint32_t id) {
 
 double Value(const MetricSink& sink, const std::string& family, const std::string& label,
              const std::string& value) {
+  auto found = Select(sink, family, {{label, value}});
+  if (found.empty()) return -1;
   const auto* f = sink.Find(family);
-  if (!f) return -1;
-  for (const auto& m : f->metric) {
-    for (const auto& l : m.label) {
-      if (l.name == label && l.value == value) {
-        return f->type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-      }
-    }
-  }
-  return -1;
+  return f->type == prometheus::MetricType::Counter ? found[0]->counter.value
+                                                    : found[0]->gauge.value;
 }
 
 // Completed read requests summed over every disk.

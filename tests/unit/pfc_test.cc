@@ -18,8 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "collectors/registry.h"
 #include "collectors/base/files.h"
+#include "collectors/registry.h"
+#include "tests/unit/scratch_tree.h"
+#include "tests/unit/sink_query.h"
 
 namespace nvmeof {
 namespace {
@@ -29,52 +31,17 @@ namespace fs = std::filesystem;
 const std::string kFixtures = NVMEOF_FIXTURES;
 const std::string kEthtool = kFixtures + "/ethtool";
 
-using LabelMap = std::map<std::string, std::string>;
-
-LabelMap ToMap(const prometheus::ClientMetric& m) {
-  LabelMap out;
-  for (const auto& l : m.label) out[l.name] = l.value;
-  return out;
-}
-
-// Value of the one series of `family` whose labels include `want`; fails if not exactly one.
-double Value(const MetricSink& sink, const std::string& family, const LabelMap& want) {
-  const auto* f = sink.Find(family);
-  if (!f) {
-    ADD_FAILURE() << "no family " << family;
-    return -1;
+// A scratch tree with a minimal sysfs under sys/ and ethtool fixtures beside it.
+class PfcTree : public ScratchDir {
+ public:
+  // RDMA device `dev` with its port 1 bound to `netdev`.
+  void RdmaDevice(const std::string& dev, const std::string& netdev) const {
+    Write("sys/class/infiniband/" + dev + "/ports/1/gid_attrs/ndevs/0", netdev + "\n");
   }
-  const prometheus::ClientMetric* found = nullptr;
-  int matches = 0;
-  for (const auto& m : f->metric) {
-    auto labels = ToMap(m);
-    bool ok = true;
-    for (const auto& [k, v] : want) ok = ok && labels.count(k) && labels[k] == v;
-    if (ok) {
-      found = &m;
-      ++matches;
-    }
+  void Netdev(const std::string& netdev) const {
+    fs::create_directories(path() + "/sys/class/net/" + netdev);
   }
-  if (matches != 1) {
-    ADD_FAILURE() << family << ": " << matches << " series match";
-    return -1;
-  }
-  return f->type == prometheus::MetricType::Counter ? found->counter.value : found->gauge.value;
-}
-
-// How many series of `family` have all the labels in `want`.
-int Count(const MetricSink& sink, const std::string& family, const LabelMap& want = {}) {
-  const auto* f = sink.Find(family);
-  if (!f) return 0;
-  int n = 0;
-  for (const auto& m : f->metric) {
-    auto labels = ToMap(m);
-    bool ok = true;
-    for (const auto& [k, v] : want) ok = ok && labels.count(k) && labels[k] == v;
-    n += ok;
-  }
-  return n;
-}
+};
 
 // Every series of every family, as "family{k=v,...}", to look for duplicates.
 std::vector<std::string> AllSeries(const MetricSink& sink) {
@@ -95,30 +62,6 @@ std::vector<std::string> AllSeries(const MetricSink& sink) {
   }
   return out;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/pfc_test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  void Write(const std::string& rel, const std::string& content) const {
-    fs::create_directories(fs::path(path_ + "/" + rel).parent_path());
-    std::ofstream(path_ + "/" + rel) << content;
-  }
-  // A minimal sysfs: RDMA device `dev` with its port 1 bound to `netdev`.
-  void RdmaDevice(const std::string& dev, const std::string& netdev) const {
-    Write("sys/class/infiniband/" + dev + "/ports/1/gid_attrs/ndevs/0", netdev + "\n");
-  }
-  void Netdev(const std::string& netdev) const {
-    fs::create_directories(path_ + "/sys/class/net/" + netdev);
-  }
-
- private:
-  std::string path_;
-};
 
 CollectorOptions FixtureOptions(const std::string& sysfs, const std::string& ethtool) {
   CollectorOptions o;
@@ -299,7 +242,7 @@ TEST_F(PfcFixtureTest, DcbUnderItsOwnNames) {
 // ---- Filters and empty roots (own temp trees) ------------------------------------------------
 
 TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("mlx5_0", "ens1f0np0");
   for (const char* n : {"ens1f0np0", "ens2f0", "lo", "veth0"}) t.Netdev(n);
   t.Write("sys/class/net/bonding_masters", "bond0\n");  // a file, not a netdev
@@ -340,7 +283,7 @@ TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
 }
 
 TEST(PfcFilters, NetdevOnTwoRdmaDevicesIsReadOnce) {
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("mlx5_0", "ens1f0np0");
   t.RdmaDevice("rxe0", "ens1f0np0");  // soft-RoCE on top of the same netdev
   MetricSink sink;
@@ -352,7 +295,7 @@ TEST(PfcFilters, NetdevOnTwoRdmaDevicesIsReadOnce) {
 }
 
 TEST(PfcEmpty, NoRootNoNetdevsIsSuccessWithoutSeries) {
-  TempDir t;
+  PfcTree t;
   for (const std::string& sysfs : {t.path() + "/sys", std::string("/nonexistent/sys")}) {
     MetricSink sink;
     EXPECT_TRUE(NewPfcCollector(FixtureOptions(sysfs, kEthtool))->Collect(sink));
@@ -369,7 +312,7 @@ TEST(PfcEmpty, NoRootNoNetdevsIsSuccessWithoutSeries) {
 // ---- Malformed and missing fixture data --------------------------------------------------------
 
 TEST(PfcFixtureSource, MissingNetdevIsSkippedNotFatal) {
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("mlx5_0", "ens1f0np0");
   t.RdmaDevice("mlx5_9", "gone0");  // no fixture directory: like ENODEV from the ioctl
   MetricSink sink;
@@ -380,7 +323,7 @@ TEST(PfcFixtureSource, MissingNetdevIsSkippedNotFatal) {
 }
 
 TEST(PfcFixtureSource, EverythingUnreadableFailsTheCollector) {
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("mlx5_9", "gone0");
   MetricSink sink;
   EXPECT_FALSE(
@@ -389,7 +332,7 @@ TEST(PfcFixtureSource, EverythingUnreadableFailsTheCollector) {
 }
 
 TEST(PfcFixtureSource, MalformedLinesAndFilesAreSkipped) {
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("mlx5_0", "bad0");
   t.Write("eth/bad0/driver", "driver: mlx5_core\n");
   t.Write("eth/bad0/stats",
@@ -413,7 +356,7 @@ TEST(PfcFixtureSource, MalformedLinesAndFilesAreSkipped) {
 }
 
 TEST(PfcFixtureSource, DuplicateNamesGiveOneSeriesAndUnknownDriversNone) {
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("mlx5_0", "dup0");
   t.RdmaDevice("foo0", "foo0");
   t.Write("eth/dup0/driver", "mlx5_core");  // just the name
@@ -508,7 +451,7 @@ class FakeSource : public NetdevStatsSource {
 };
 
 TEST(PfcSource, DcbAbsentIsNotASkipDcbFailureIs) {
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("rxe0", "veth0");
   auto run = [&](ReadStatus dcb, size_t* skipped, int* enabled) {
     auto src = std::make_unique<FakeSource>();
@@ -536,7 +479,7 @@ TEST(PfcSource, DcbAbsentIsNotASkipDcbFailureIs) {
 }
 
 TEST(PfcSource, FixtureDirChoosesTheFixtureSource) {
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("mlx5_0", "ens1f0np0");
   MetricSink sink;
   ASSERT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", kEthtool))->Collect(sink));
@@ -680,7 +623,7 @@ TEST_F(PfcRealTest, VanishedNetdevIsEnodev) {
 TEST_F(PfcRealTest, CollectorOnARealVethBoundToAFakeRdmaDevice) {
   VethPair veth("nvtestv2", "nvtestv3");
   if (!veth.ok()) GTEST_SKIP() << "ip link add type veth failed";
-  TempDir t;
+  PfcTree t;
   t.RdmaDevice("rxe_test", "nvtestv2");
   t.RdmaDevice("rxe_gone", "nvtest_gone");
   CollectorOptions o;

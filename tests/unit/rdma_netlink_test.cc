@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/rdma_netlink.h"
 #include "collectors/kernel/nldev.h"
+#include "collectors/rdma_netlink.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
 #include "tests/unit/netlink_replay.h"

@@ -19,6 +19,7 @@
 
 #include "collectors/rdma_counter_map.h"
 #include "collectors/registry.h"
+#include "tests/unit/scratch_tree.h"
 
 namespace nvmeof {
 namespace {
@@ -82,16 +83,9 @@ std::string Label(const prometheus::ClientMetric& m, std::string_view name) {
 // A scratch sysfs root, removed at the end of the test.
 class TempSysfs {
  public:
-  TempSysfs() {
-    std::string tmpl = (fs::temp_directory_path() / "rdma_test_XXXXXX").string();
-    root_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempSysfs() { fs::remove_all(root_); }
-  const std::string& root() const { return root_; }
+  const std::string& root() const { return dir_.path(); }
   void Write(const std::string& rel, const std::string& content) const {
-    fs::path p = fs::path(root_) / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << content << "\n";
+    dir_.Write(rel, content + "\n");
   }
   // A minimal port: class/infiniband/<dev>/ports/<port>/...
   void Port(const std::string& dev, const std::string& port, const std::string& state,
@@ -104,7 +98,7 @@ class TempSysfs {
   }
 
  private:
-  std::string root_;
+  ScratchDir dir_;
 };
 
 TEST(RdmaCollector, DeviceInfoPerDriver) {

@@ -1,4 +1,5 @@
-// A temporary directory tree for collector tests with odd inputs; removed after each test.
+// Temporary directory trees for collector tests with odd inputs, removed afterwards: ScratchDir
+// (RAII, for use inside a test) and ScratchTree (a fixture holding one).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,23 +11,35 @@
 
 namespace nvmeof {
 
-class ScratchTree : public ::testing::Test {
- protected:
-  void SetUp() override {
+class ScratchDir {
+ public:
+  ScratchDir() {
     char tmpl[] = "/tmp/nvmeof_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    if (::mkdtemp(tmpl) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = tmpl;
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
 
-  // Writes `text` to root_/rel, creating parent directories.
-  void Write(const std::string& rel, const std::string& text) {
-    std::filesystem::path p = root_ + "/" + rel;
+  const std::string& path() const { return path_; }
+  // Writes `text` to path()/rel, creating parent directories.
+  void Write(const std::string& rel, const std::string& text) const {
+    std::filesystem::path p = path_ + "/" + rel;
     std::filesystem::create_directories(p.parent_path());
     std::ofstream(p) << text;
   }
 
-  std::string root_;
+ private:
+  std::string path_;
+};
+
+class ScratchTree : public ::testing::Test {
+ protected:
+  void Write(const std::string& rel, const std::string& text) { dir_.Write(rel, text); }
+
+  ScratchDir dir_;
+  const std::string root_ = dir_.path();
 };
 
 }  // namespace nvmeof

@@ -35,6 +35,19 @@ inline std::vector<const prometheus::ClientMetric*> Select(const MetricSink& sin
   return out;
 }
 
+// A series' label value, or "<missing>".
+inline std::string Label(const prometheus::ClientMetric& m, std::string_view name) {
+  for (const auto& l : m.label) {
+    if (l.name == name) return l.value;
+  }
+  return "<missing>";
+}
+
+// How many series of `family` have all the labels in `want`.
+inline int Count(const MetricSink& sink, std::string_view family, const LabelMap& want = {}) {
+  return static_cast<int>(Select(sink, family, want).size());
+}
+
 // Value of the single series of `family` matching `want`; NaN when not exactly one.
 inline double Value(const MetricSink& sink, std::string_view family, const LabelMap& want = {}) {
   auto sel = Select(sink, family, want);
