@@ -48,7 +48,9 @@ enum nvmeof_kind {
 
 /* Transport types as in the NVMe-oF spec (NVMF_TRTYPE_*); the host's come from sysfs. */
 #define NVMEOF_TRTYPE_RDMA 1
+#define NVMEOF_TRTYPE_FC 2
 #define NVMEOF_TRTYPE_TCP 3
+#define NVMEOF_TRTYPE_LOOP 254
 
 /* Size classes of the optional `size` label: <=4KiB, <=16KiB, <=64KiB, <=256KiB, larger. */
 #define NVMEOF_SIZE_CLASSES 5

@@ -43,11 +43,11 @@ std::string_view TransportName(std::uint8_t trtype) {
   switch (trtype) {
     case NVMEOF_TRTYPE_RDMA:
       return "rdma";
-    case 2:
+    case NVMEOF_TRTYPE_FC:
       return "fc";
     case NVMEOF_TRTYPE_TCP:
       return "tcp";
-    case 254:
+    case NVMEOF_TRTYPE_LOOP:
       return "loop";
     default:
       return "unknown";

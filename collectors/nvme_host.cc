@@ -32,10 +32,6 @@ namespace {
 
 // State strings from nvme_sysfs_show_state(); label values must not hold spaces, so
 // "deleting (no IO)" is exported as deleting_noio.
-struct StateName {
-  const char* kernel;
-  const char* label;
-};
 constexpr StateName kControllerStates[] = {
     {"new", "new"},
     {"live", "live"},
@@ -116,27 +112,6 @@ std::optional<std::string> PathHead(std::string_view s) {
   auto ns = Take(s, "n");
   if (!ns || !s.empty()) return std::nullopt;
   return "nvme" + std::string(*subsys) + "n" + std::string(*ns);
-}
-
-// Emits one series per known state, 1 for the current one. An unknown or unreadable
-// state is skipped rather than guessed.
-void EmitOneHot(MetricSink& out, std::string_view name, std::string_view help, const Labels& base,
-                std::span<const StateName> states, const std::optional<std::string>& current) {
-  const StateName* found = nullptr;
-  if (current) {
-    for (const auto& s : states) {
-      if (*current == s.kernel) found = &s;
-    }
-  }
-  if (!found) {
-    out.Skip();
-    return;
-  }
-  for (const auto& s : states) {
-    Labels l = base;
-    l.push_back({"state", s.label});
-    out.Gauge(name, help, std::move(l), &s == found ? 1 : 0);
-  }
 }
 
 // A timeout attribute in seconds: absent (not a fabrics controller) emits nothing;
@@ -255,7 +230,7 @@ class NvmeHostCollector : public Collector {
                {"subsystem", subsys}},
               1);
     const Labels base = {{"controller", ctrl}};
-    EmitOneHot(out, "nvmeof_controller_state",
+    out.OneHot("nvmeof_controller_state",
                "Controller state, one-hot (new, live, resetting, connecting, deleting, "
                "deleting_noio, dead)",
                base, kControllerStates, ReadFile(dir + "/state"));
@@ -294,7 +269,7 @@ class NvmeHostCollector : public Collector {
         const std::string& head = *head_name;
         EmitPath(out, ctrl, head, entry);
         if (Exists(sub + "/ana_state")) {
-          EmitOneHot(out, "nvmeof_path_ana_state",
+          out.OneHot("nvmeof_path_ana_state",
                      "ANA state of a multipath path, one-hot (optimized, non-optimized, "
                      "inaccessible, persistent-loss, change, invalid)",
                      {{"controller", ctrl}, {"namespace", head}, {"path", entry}}, kAnaStates,

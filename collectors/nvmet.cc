@@ -17,8 +17,11 @@ namespace nvmeof {
 namespace {
 
 // nvmet_ana_state[] in configfs.c.
-constexpr const char* kAnaStates[] = {"optimized", "non-optimized", "inaccessible",
-                                      "persistent-loss", "change"};
+constexpr StateName kAnaStates[] = {{"optimized", "optimized"},
+                                    {"non-optimized", "non-optimized"},
+                                    {"inaccessible", "inaccessible"},
+                                    {"persistent-loss", "persistent-loss"},
+                                    {"change", "change"}};
 
 bool AllDigits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
@@ -104,18 +107,10 @@ class NvmetCollector : public Collector {
       }
       for (const auto& group : ListDir(dir + "/ana_groups")) {
         if (!AllDigits(group)) continue;
-        auto state = ReadFile(dir + "/ana_groups/" + group + "/ana_state");
-        bool known = false;
-        for (const char* s : kAnaStates) known = known || (state && *state == s);
-        if (!known) {
-          out.Skip();
-          continue;
-        }
-        for (const char* s : kAnaStates) {
-          out.Gauge("nvmeof_target_ana_group_state",
-                    "ANA state the target reports for an ANA group on a port, one-hot",
-                    {{"port", port}, {"group", group}, {"state", s}}, *state == s ? 1 : 0);
-        }
+        out.OneHot("nvmeof_target_ana_group_state",
+                   "ANA state the target reports for an ANA group on a port, one-hot",
+                   {{"port", port}, {"group", group}}, kAnaStates,
+                   ReadFile(dir + "/ana_groups/" + group + "/ana_state"));
       }
     }
   }

@@ -27,10 +27,16 @@ namespace nvmeof {
 namespace {
 
 // Kernel names (drivers/infiniband/core/sysfs.c). NOP is left out: the port is not reporting.
-constexpr std::string_view kPortStates[] = {"DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"};
-constexpr std::string_view kPhysStates[] = {
-    "Sleep",  "Polling",           "Disabled", "PortConfigurationTraining",
-    "LinkUp", "LinkErrorRecovery", "Phy Test"};
+constexpr StateName kPortStates[] = {{"DOWN", "DOWN"},
+                                     {"INIT", "INIT"},
+                                     {"ARMED", "ARMED"},
+                                     {"ACTIVE", "ACTIVE"},
+                                     {"ACTIVE_DEFER", "ACTIVE_DEFER"}};
+constexpr StateName kPhysStates[] = {
+    {"Sleep", "Sleep"},       {"Polling", "Polling"},
+    {"Disabled", "Disabled"}, {"PortConfigurationTraining", "PortConfigurationTraining"},
+    {"LinkUp", "LinkUp"},     {"LinkErrorRecovery", "LinkErrorRecovery"},
+    {"Phy Test", "Phy Test"}};
 
 // counters/ files with their own metric; every other file goes to rdma_port_counters_total.
 struct PortCounter {
@@ -176,20 +182,15 @@ class RdmaCollector : public Collector {
     return true;
   }
 
+  // A state file ("4: ACTIVE") as one-hot; a state we do not know (NOP, "<unknown>") leaves
+  // all known states at 0.
   void EmitOneHot(const std::string& path, std::string_view metric, std::string_view help,
-                  std::span<const std::string_view> states, const std::string& dev,
+                  std::span<const StateName> states, const std::string& dev,
                   const std::string& port, MetricSink& out) {
     auto text = ReadFile(path);
     auto current = text ? ParseNumberedName(*text) : std::nullopt;
-    if (!current) {
-      out.Skip();
-      return;
-    }
-    // A state we do not know (NOP, "<unknown>") leaves all known states at 0.
-    for (auto state : states) {
-      out.Gauge(metric, help, {{"device", dev}, {"port", port}, {"state", std::string(state)}},
-                state == *current ? 1 : 0);
-    }
+    out.OneHot(metric, help, {{"device", dev}, {"port", port}}, states, current,
+               /*unknown_all_zero=*/true);
   }
 
   // counters/: IB PMA port counters. Ports without a PMA (iWARP) answer "N/A (no PMA)".

@@ -118,4 +118,22 @@ const prometheus::MetricFamily* MetricSink::Find(std::string_view name) const {
   return it == index_.end() ? nullptr : &families_[it->second];
 }
 
+void MetricSink::OneHot(std::string_view name, std::string_view help, const Labels& base,
+                        std::span<const StateName> states,
+                        const std::optional<std::string>& current, bool unknown_all_zero) {
+  const StateName* found = nullptr;
+  for (const auto& s : states) {
+    if (current && *current == s.kernel) found = &s;
+  }
+  if (!current || (!found && !unknown_all_zero)) {
+    Skip();
+    return;
+  }
+  for (const auto& s : states) {
+    Labels labels = base;
+    labels.push_back({"state", std::string(s.label)});
+    Gauge(name, help, std::move(labels), &s == found ? 1 : 0);
+  }
+}
+
 }  // namespace nvmeof

@@ -7,6 +7,8 @@
 #include <prometheus/metric_family.h>
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,6 +18,12 @@ namespace nvmeof {
 
 using Labels = std::vector<prometheus::ClientMetric::Label>;
 
+// A state's kernel spelling and its label value (the same unless the kernel's has spaces).
+struct StateName {
+  std::string_view kernel;
+  std::string_view label;
+};
+
 class MetricSink {
  public:
   void Gauge(std::string_view name, std::string_view help, Labels labels, double value);
@@ -24,6 +32,13 @@ class MetricSink {
   void Histogram(std::string_view name, std::string_view help, Labels labels,
                  const std::vector<double>& upper_bounds,
                  const std::vector<std::uint64_t>& cumulative, std::uint64_t count, double sum);
+
+  // A state as one-hot gauges: one series per entry of `states` (label "state"), 1 for the one
+  // whose kernel spelling is `current`. Unreadable (nullopt) is a skipped series; so is a state
+  // not listed, unless unknown_all_zero, which serves every listed state as 0.
+  void OneHot(std::string_view name, std::string_view help, const Labels& base,
+              std::span<const StateName> states, const std::optional<std::string>& current,
+              bool unknown_all_zero = false);
 
   // A series the collector could not produce (unreadable file, "N/A (no PMA)", odd value).
   // Counted into nvmeof_exporter_collector_skipped_series instead of emitting a false 0.

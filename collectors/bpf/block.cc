@@ -13,20 +13,20 @@ const std::vector<HookSpec>& BlockHooks() {
   // which a probe on blk_update_request misses. fentry/kprobe remain for kernels whose
   // tracepoints cannot be attached (or when forced with --bpf.mechanism).
   static const std::vector<HookSpec> hooks = {
-      {kHookBlockIssue,
-       false,
-       "",
-       {{Mechanism::kTpBtf, "block_rq_issue", "nvf_iss_tp_btf"},
-        {Mechanism::kRawTp, "block_rq_issue", "nvf_iss_raw_tp"},
-        {Mechanism::kFentry, "blk_mq_start_request", "nvf_iss_fentry"},
-        {Mechanism::kKprobe, "blk_mq_start_request", "nvf_iss_kprobe"}}},
-      {kHookBlockComplete,
-       true,
-       "",
-       {{Mechanism::kTpBtf, "block_rq_complete", "nvf_cpl_tp_btf"},
-        {Mechanism::kRawTp, "block_rq_complete", "nvf_cpl_raw_tp"},
-        {Mechanism::kFentry, "blk_update_request", "nvf_cpl_fentry"},
-        {Mechanism::kKprobe, "blk_update_request", "nvf_cpl_kprobe"}}},
+      {.name = kHookBlockIssue,
+       .required = false,
+       .module = "",
+       .variants = {{Mechanism::kTpBtf, "block_rq_issue", "nvf_iss_tp_btf"},
+                    {Mechanism::kRawTp, "block_rq_issue", "nvf_iss_raw_tp"},
+                    {Mechanism::kFentry, "blk_mq_start_request", "nvf_iss_fentry"},
+                    {Mechanism::kKprobe, "blk_mq_start_request", "nvf_iss_kprobe"}}},
+      {.name = kHookBlockComplete,
+       .required = true,
+       .module = "",
+       .variants = {{Mechanism::kTpBtf, "block_rq_complete", "nvf_cpl_tp_btf"},
+                    {Mechanism::kRawTp, "block_rq_complete", "nvf_cpl_raw_tp"},
+                    {Mechanism::kFentry, "blk_update_request", "nvf_cpl_fentry"},
+                    {Mechanism::kKprobe, "blk_update_request", "nvf_cpl_kprobe"}}},
   };
   return hooks;
 }

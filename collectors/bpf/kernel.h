@@ -75,7 +75,9 @@ class KernelProber : public VariantProber {
  public:
   using Trial = std::function<int(const Variant& variant, std::string* error)>;
   KernelProber(Paths paths, Trial trial);
-  ~KernelProber() override;
+  ~KernelProber() override;  // frees the BTF objects it owns: not copyable
+  KernelProber(const KernelProber&) = delete;
+  KernelProber& operator=(const KernelProber&) = delete;
   std::string Probe(const HookSpec& hook, const Variant& variant) override;
 
  private:

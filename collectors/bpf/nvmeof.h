@@ -22,6 +22,10 @@ namespace nvmeof {
 // nvmet_req_complete are required. Each is gated on its module (nvme_core, nvmet, ...).
 const std::vector<HookSpec>& NvmeofHooks();
 
+// The target's response-sent hooks per transport (bit NVMEOF_TRTYPE_* of nvmeof_config).
+inline constexpr std::string_view kHookNvmetRdmaSendDone = "nvmet_rdma_send_done";
+inline constexpr std::string_view kHookNvmetTcpSendResponse = "nvmet_try_send_response";
+
 // The stage a span of points covers: "network_and_target", or for a span across points whose
 // hooks are missing, the covered stages joined by '+' ("driver_submit+network_and_target").
 // transport: "rdma", "tcp", "pcie", ...

@@ -260,8 +260,12 @@ class KernelNvmeofSource : public NvmeofSource {
     for (const auto& inst : instances_) {
       for (const auto& h : inst.plan.hooks) {
         if (!h.chosen) continue;
-        if (h.hook->name == "nvmet_rdma_send_done") cfg.target_sent_hooked |= 1U << 1;
-        if (h.hook->name == "nvmet_try_send_response") cfg.target_sent_hooked |= 1U << 3;
+        if (h.hook->name == kHookNvmetRdmaSendDone) {
+          cfg.target_sent_hooked |= 1U << NVMEOF_TRTYPE_RDMA;
+        }
+        if (h.hook->name == kHookNvmetTcpSendResponse) {
+          cfg.target_sent_hooked |= 1U << NVMEOF_TRTYPE_TCP;
+        }
       }
     }
     std::uint32_t zero = 0;

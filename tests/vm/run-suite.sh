@@ -4,13 +4,13 @@
 # VM console log. Called by .ci/run after the host tests.
 #
 #   tests/vm/run-suite.sh [--exporter PATH] [--out DIR] [--kernels "6.1 6.12"]
-#                         [--scenarios "rdma tcp hotload pathfault stages netlink"] [--no-install]
+#                         [--scenarios "rdma tcp ..." (default: scenarios.txt)] [--no-install]
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 EXPORTER=${NVMEOF_EXPORTER:-$HERE/../../build/nvmeof_exporter}
 OUT=/tmp/nvmeof-vm
 KERNELS="6.1 6.12"
-SCENARIOS="rdma tcp hotload pathfault stages netlink"
+SCENARIOS=$(grep -v '^#' "$HERE/scenarios.txt" | tr '\n' ' ')  # the one list
 INSTALL=1
 while [ $# -gt 0 ]; do
   case $1 in

@@ -3,7 +3,7 @@
 # the kernel's modules and the freshly built exporter, runs tests/vm/guest/scenarios/NAME.sh inside,
 # brings the results back through 9p and checks them on the host with check.py.
 #
-#   tests/vm/run.sh --kernel 6.1|6.12|<release> --scenario rdma|tcp|hotload|pathfault|stages
+#   tests/vm/run.sh --kernel 6.1|6.12|<release> --scenario NAME (guest/scenarios/NAME.sh)
 #                   [--exporter PATH] [--out DIR] [--timeout SEC] [--accel auto|kvm|tcg]
 #
 # Exit status: 0 when the guest scenario and the host checks passed; non-zero otherwise, with the
