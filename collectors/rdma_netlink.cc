@@ -41,87 +41,23 @@ using Clock = std::chrono::steady_clock;
 // Bounds on what one device may claim: a switch has at most a few dozen ports.
 constexpr std::uint32_t kMaxPorts = 256;
 
-std::string ErrName(int err) {
-  switch (err) {
-    case kErrTimeBudget:
-      return "time_budget";
-    case kErrByteBudget:
-      return "byte_budget";
-    case kErrTruncated:
-      return "truncated";
-    case EBADMSG:
-      return "malformed";
+// The session's self-metrics: what it read and what failed.
+void EmitSessionMetrics(const RdmaNetlinkSession& session, MetricSink& out) {
+  out.Gauge("nvmeof_exporter_rdma_netlink_reply_bytes",
+            "RDMA netlink reply bytes read this scrape (bounded by "
+            "rdma_netlink.max_reply_bytes).",
+            {}, static_cast<double>(session.budget().bytes_read));
+  out.Gauge("nvmeof_exporter_rdma_netlink_budget_exhausted",
+            "1 if this scrape ran out of its RDMA netlink time or byte budget (series after "
+            "that point were skipped).",
+            {}, session.budget().exhausted ? 1 : 0);
+  for (const auto& [key, n] : session.failures()) {
+    out.Gauge("nvmeof_exporter_rdma_netlink_request_failures",
+              "RDMA netlink requests that failed this scrape, by request and reason (errno "
+              "name, or time_budget, byte_budget, truncated, malformed).",
+              {{"request", key.first}, {"reason", key.second}}, static_cast<double>(n));
   }
-  return ErrnoName(err);
 }
-
-// One scrape's conversation with the kernel: requests, their failures and the budget.
-class Session {
- public:
-  Session(RdmaNetlinkTransport& t, const RdmaNetlinkOptions& o, MetricSink& out)
-      : t_(t), out_(out) {
-    budget_.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(o.timeout_seconds));
-    budget_.bytes_left = o.max_reply_bytes;
-  }
-
-  // Runs `req`; returns the decodable data messages of the expected type. *err gets the kernel's
-  // or the transport's errno (0 if none). Failures count in the request-failure self-metric; the
-  // caller decides which series that costs.
-  // Errors listed in `absent` mean "this kernel or device has no such thing": not failures.
-  std::vector<Bytes> Call(const Request& req, int* err, std::initializer_list<int> absent = {}) {
-    replies_.emplace_back();
-    auto& reply = replies_.back();
-    int terr = t_.Exchange(req, budget_, &reply);
-    const rdmanl::Scan scan = rdmanl::ScanMessages(Bytes(reply));
-    std::vector<Bytes> data;
-    std::size_t strays = 0;
-    for (const auto& m : scan.data) {
-      // Only the client is checked: PORT_GET is answered with type GET (nldev_port_get_doit).
-      if (RDMA_NL_GET_CLIENT(m.type) == RDMA_NL_NLDEV) {
-        data.push_back(m.payload);
-      } else {
-        ++strays;
-      }
-    }
-    *err = terr ? terr : scan.error ? scan.error : (scan.malformed || strays) ? EBADMSG : 0;
-    // A doit that ends without its answer (or a dump without DONE) was cut short.
-    if (!*err && !scan.done && (req.dump || data.empty())) *err = EBADMSG;
-    if (*err && std::find(absent.begin(), absent.end(), *err) == absent.end()) Fail(req, *err);
-    return data;
-  }
-
-  void Fail(const Request& req, int err) {
-    ++failures_[{rdmanl::RequestKey(Request{req.cmd, req.dump, {}, {}, req.stat_res, {}}),
-                 ErrName(err)}];
-    LogDebug("rdma netlink request failed",
-             Kv("request", rdmanl::RequestKey(req)) + " " + Kv("err", ErrName(err)));
-  }
-
-  void EmitSelfMetrics() {
-    out_.Gauge("nvmeof_exporter_rdma_netlink_reply_bytes",
-               "RDMA netlink reply bytes read this scrape (bounded by "
-               "rdma_netlink.max_reply_bytes).",
-               {}, static_cast<double>(budget_.bytes_read));
-    out_.Gauge("nvmeof_exporter_rdma_netlink_budget_exhausted",
-               "1 if this scrape ran out of its RDMA netlink time or byte budget (series after "
-               "that point were skipped).",
-               {}, budget_.exhausted ? 1 : 0);
-    for (const auto& [key, n] : failures_) {
-      out_.Gauge("nvmeof_exporter_rdma_netlink_request_failures",
-                 "RDMA netlink requests that failed this scrape, by request and reason (errno "
-                 "name, or time_budget, byte_budget, truncated, malformed).",
-                 {{"request", key.first}, {"reason", key.second}}, static_cast<double>(n));
-    }
-  }
-
- private:
-  RdmaNetlinkTransport& t_;
-  MetricSink& out_;
-  RdmaNetlinkBudget budget_;
-  std::vector<std::vector<std::uint8_t>> replies_;  // the Bytes handed out point into these
-  std::map<std::pair<std::string, std::string>, std::size_t> failures_;
-};
 
 constexpr std::string_view kPortStatHelp =
     "RDMA port statistics by counter name (netlink STAT_GET, what `rdma statistic show` prints; "
@@ -148,11 +84,11 @@ class RdmaNetlinkCollector : public Collector {
       LogDebug(
           "no RDMA netlink (no ib_core: no sysfs class/infiniband, or a kernel without "
           "RDMA): no rdma_netlink series",
-          Kv("err", ErrName(err)));
+          Kv("err", RdmaNetlinkErrName(err)));
       return true;
     }
     if (err) {
-      LogWarn("rdma netlink socket", Kv("err", ErrName(err)));
+      LogWarn("rdma netlink socket", Kv("err", RdmaNetlinkErrName(err)));
       return false;
     }
     struct CloseOnExit {
@@ -162,14 +98,14 @@ class RdmaNetlinkCollector : public Collector {
 
     qp_emitted_ = 0;
     qp_dropped_ = 0;
-    Session s(*t_, o_, out);
+    RdmaNetlinkSession s(*t_, o_.timeout_seconds, o_.max_reply_bytes);
     bool ok = CollectAll(s, out);
-    s.EmitSelfMetrics();
+    EmitSessionMetrics(s, out);
     return ok;
   }
 
  private:
-  bool CollectAll(Session& s, MetricSink& out) {
+  bool CollectAll(RdmaNetlinkSession& s, MetricSink& out) {
     int err = 0;
     std::vector<rdmanl::Device> devices;
     for (Bytes m : s.Call({RDMA_NLDEV_CMD_GET, true, {}, {}, {}, {}}, &err)) {
@@ -204,7 +140,7 @@ class RdmaNetlinkCollector : public Collector {
     return true;
   }
 
-  void CollectPorts(Session& s, const rdmanl::Device& d, MetricSink& out) {
+  void CollectPorts(RdmaNetlinkSession& s, const rdmanl::Device& d, MetricSink& out) {
     std::uint32_t ports = d.ports;
     if (ports > kMaxPorts) {
       out.Skip(ports - kMaxPorts);
@@ -229,8 +165,8 @@ class RdmaNetlinkCollector : public Collector {
 
   // STAT_GET_STATUS: every hw counter with its index; optional ones say whether they are on.
   // Returns the decoded counters (empty when the kernel or device has no such command).
-  std::vector<rdmanl::HwCounter> ReadStatus(Session& s, const rdmanl::Device& d, std::uint32_t port,
-                                            MetricSink& out, bool* failed) {
+  std::vector<rdmanl::HwCounter> ReadStatus(RdmaNetlinkSession& s, const rdmanl::Device& d,
+                                            std::uint32_t port, MetricSink& out, bool* failed) {
     int err = 0;
     auto msgs = s.Call({RDMA_NLDEV_CMD_STAT_GET_STATUS, false, d.index, port, {}, {}}, &err,
                        {EINVAL, EOPNOTSUPP});
@@ -251,7 +187,8 @@ class RdmaNetlinkCollector : public Collector {
     return st.counters;
   }
 
-  void CollectOptional(Session& s, const rdmanl::Device& d, std::uint32_t port, MetricSink& out) {
+  void CollectOptional(RdmaNetlinkSession& s, const rdmanl::Device& d, std::uint32_t port,
+                       MetricSink& out) {
     bool failed = false;
     auto counters = ReadStatus(s, d, port, out, &failed);
     if (!want_enabled_.empty() && !failed && MaybeEnable(s, d, port, counters)) {
@@ -271,7 +208,7 @@ class RdmaNetlinkCollector : public Collector {
   // Sends STAT_SET when a configured optional counter exists here and is off. The request names
   // every optional counter that should be on afterwards (the kernel turns the unnamed ones off),
   // so counters somebody else enabled stay on. Returns whether the set was accepted.
-  bool MaybeEnable(Session& s, const rdmanl::Device& d, std::uint32_t port,
+  bool MaybeEnable(RdmaNetlinkSession& s, const rdmanl::Device& d, std::uint32_t port,
                    const std::vector<rdmanl::HwCounter>& counters) {
     std::vector<std::uint32_t> on;
     std::vector<std::string> turning_on;
@@ -292,10 +229,10 @@ class RdmaNetlinkCollector : public Collector {
     s.Call({RDMA_NLDEV_CMD_STAT_SET, false, d.index, port, {}, on}, &err);
     if (err) {
       // EPERM without CAP_NET_ADMIN: said once per port and reason, then only counted.
-      if (warned_.insert(where + " " + ErrName(err)).second) {
+      if (warned_.insert(where + " " + RdmaNetlinkErrName(err)).second) {
         LogWarn("cannot enable optional RDMA counters (needs CAP_NET_ADMIN)",
                 Kv("device", d.name) + " " + Kv("port", std::to_string(port)) + " " +
-                    Kv("counters", names) + " " + Kv("err", ErrName(err)));
+                    Kv("counters", names) + " " + Kv("err", RdmaNetlinkErrName(err)));
       }
       return false;
     }
@@ -305,7 +242,8 @@ class RdmaNetlinkCollector : public Collector {
     return true;
   }
 
-  void CollectPortStats(Session& s, const rdmanl::Device& d, std::uint32_t port, MetricSink& out) {
+  void CollectPortStats(RdmaNetlinkSession& s, const rdmanl::Device& d, std::uint32_t port,
+                        MetricSink& out) {
     int err = 0;
     auto msgs = s.Call({RDMA_NLDEV_CMD_STAT_GET, false, d.index, port, {}, {}}, &err);
     rdmanl::PortStats st;
@@ -326,7 +264,8 @@ class RdmaNetlinkCollector : public Collector {
     }
   }
 
-  void CollectResources(Session& s, const std::set<std::uint32_t>& wanted, MetricSink& out) {
+  void CollectResources(RdmaNetlinkSession& s, const std::set<std::uint32_t>& wanted,
+                        MetricSink& out) {
     int err = 0;
     auto msgs = s.Call({RDMA_NLDEV_CMD_RES_GET, true, {}, {}, {}, {}}, &err);
     std::set<std::uint32_t> seen;
@@ -362,7 +301,7 @@ class RdmaNetlinkCollector : public Collector {
 
   // Per-QP mode: the QP table (owner, type, state), the cm_id table (addresses: which NVMe-oF
   // connection a QP carries) and the counter sets bound to QPs.
-  void CollectQps(Session& s, const rdmanl::Device& d, MetricSink& out) {
+  void CollectQps(RdmaNetlinkSession& s, const rdmanl::Device& d, MetricSink& out) {
     int err = 0;
     std::size_t bad = 0;
     std::vector<rdmanl::Qp> qps;

@@ -125,4 +125,18 @@ std::unique_ptr<RdmaNetlinkTransport> NewRdmaNetlinkSocket(std::string record_di
   return std::make_unique<SocketTransport>(std::move(record_dir), std::move(sysfs));
 }
 
+std::string RdmaNetlinkErrName(int err) {
+  switch (err) {
+    case kErrTimeBudget:
+      return "time_budget";
+    case kErrByteBudget:
+      return "byte_budget";
+    case kErrTruncated:
+      return "truncated";
+    case EBADMSG:
+      return "malformed";
+  }
+  return ErrnoName(err);
+}
+
 }  // namespace nvmeof
