@@ -16,6 +16,7 @@
 #include "collectors/registry.h"
 #include "exporter/config.h"
 #include "exporter/profile/report.h"
+#include "exporter/profile/top.h"
 #include "exporter/scraper.h"
 #include "exporter/web_config.h"
 #include "exporter/web_server.h"
@@ -85,6 +86,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "report")
     return nvmeof::profile::RunReport(std::vector<std::string>(argv + 2, argv + argc), std::cout,
                                       std::cerr);
+  if (argc >= 2 && std::string_view(argv[1]) == "top")
+    return nvmeof::profile::RunTop(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                   std::cerr);
   nvmeof::Options options;
   std::string error;
   if (!nvmeof::ParseOptions(argc, argv, &options, &error)) {

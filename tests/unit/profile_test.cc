@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "exporter/profile/record.h"
 #include "exporter/profile/report.h"
+#include "exporter/profile/top.h"
 
 namespace nvmeof::profile {
 namespace {
@@ -284,6 +286,99 @@ TEST(ProfileReport, JsonIsOneObject) {
   EXPECT_EQ(s.front(), '{');
   EXPECT_NE(s.find("\"matched\":5"), std::string::npos) << s;
   EXPECT_NE(s.find("\"name\":\"network\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nvmeof::profile
+
+namespace nvmeof::profile {
+namespace {
+
+std::vector<Sample> Exposition(const std::string& text) {
+  std::vector<Sample> out;
+  std::string error;
+  EXPECT_TRUE(ParseExposition(text, &out, &error)) << error;
+  return out;
+}
+
+TEST(ProfileTop, BucketQuantile) {
+  // 100 in (0, 1], 100 in (1, 2]: p50 = 1, p99 = 1.98; in +Inf: the last finite bound.
+  EXPECT_DOUBLE_EQ(BucketQuantile(0.5, {{1, 100}, {2, 200}, {INFINITY, 200}}), 1);
+  EXPECT_NEAR(BucketQuantile(0.99, {{1, 100}, {2, 200}, {INFINITY, 200}}), 1.98, 1e-12);
+  EXPECT_DOUBLE_EQ(BucketQuantile(0.99, {{1, 100}, {INFINITY, 200}}), 1);
+  EXPECT_TRUE(std::isnan(BucketQuantile(0.5, {{1, 0}})));
+}
+
+// Two scrapes 2 s apart; the second uses step 3's renamed label (disk) for the same group:
+// both are read through the label table.
+TEST(ProfileTop, FrameFromTwoScrapes) {
+  const std::string labels = R"(role="host",transport="tcp",op="read",)";
+  const auto before = Exposition(
+      "# HELP x\n"
+      "nvmeof_commands_total{" +
+      labels +
+      R"(device="nvme1n1"} 1000)"
+      "\n");
+  const auto after = Exposition("nvmeof_commands_total{" + labels +
+                                R"(disk="nvme1n1"} 3000)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_bucket{" +
+                                labels +
+                                R"(disk="nvme1n1",le="0.0001"} 200)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_bucket{" +
+                                labels +
+                                R"(disk="nvme1n1",le="+Inf"} 250)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_count{" +
+                                labels +
+                                R"(disk="nvme1n1"} 250)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_sum{" +
+                                labels +
+                                R"(disk="nvme1n1"} 0.025)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_count{" +
+                                labels +
+                                R"(disk="nvme1n1",stage="network_and_target"} 250)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_sum{" +
+                                labels +
+                                R"(disk="nvme1n1",stage="network_and_target"} 0.02)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_count{" +
+                                labels +
+                                R"(disk="nvme1n1",stage="block_submit"} 250)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_sum{" +
+                                labels +
+                                R"(disk="nvme1n1",stage="block_submit"} 0.005)"
+                                "\n");
+  const auto frame = TopFrame(before, after, 2.0);
+  ASSERT_EQ(frame.size(), 1u);
+  const TopGroup& g = frame[0];
+  EXPECT_EQ(g.device, "nvme1n1");
+  EXPECT_DOUBLE_EQ(g.commands_per_second, 1000);
+  EXPECT_DOUBLE_EQ(g.sampled, 250);
+  EXPECT_DOUBLE_EQ(g.mean, 100e-6);
+  EXPECT_NEAR(g.p50, 62.5e-6, 1e-12);
+  EXPECT_NEAR(g.queue_depth, 0.1, 1e-12);
+  ASSERT_EQ(g.stages.size(), 2u);
+  EXPECT_EQ(g.stages[0].name, "block_submit");  // path order, not alphabetical
+  EXPECT_EQ(g.stages[1].name, "network_and_target");
+  EXPECT_NEAR(g.stages[1].share, 0.8, 1e-12);
+  std::ostringstream json;
+  PrintTopJson(frame, 2.0, json);
+  EXPECT_NE(json.str().find("\"commands_per_second\":1000"), std::string::npos) << json.str();
+}
+
+TEST(ProfileTop, ExpositionErrors) {
+  std::vector<Sample> out;
+  std::string error;
+  EXPECT_FALSE(ParseExposition("x{a=\"b} 1\n", &out, &error));
+  EXPECT_NE(error.find("line 1"), std::string::npos);
+  EXPECT_FALSE(ParseExposition("x{a=\"b\"}\n", &out, &error));
+  EXPECT_FALSE(ParseExposition("x{a} 1\n", &out, &error));
 }
 
 }  // namespace
