@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "collectors/bpf/nvmeof.h"
+#include "exporter/profile/text.h"
 
 namespace nvmeof::profile {
 
@@ -22,28 +23,6 @@ std::string Fmt(const char* format, double v) {
 
 // Microseconds with 1 decimal.
 std::string Us(double seconds) { return Fmt("%.1f", seconds * 1e6); }
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  return Fmt("%.9g", v);
-}
 
 // First passed point among `points`, in order; -1 if none.
 int FirstPassed(const Record& r, std::initializer_list<int> points) {
@@ -203,12 +182,6 @@ bool SameCommand(const Record& h, const Record& t) {
 
 using JoinKey = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint32_t>;
 JoinKey KeyOf(const Record& r) { return {r.qid, r.cid, r.slba, r.nlb}; }
-
-std::string Bar(double fraction, int width) {
-  const int n = std::clamp(static_cast<int>(std::lround(fraction * width)), 0, width);
-  return std::string(static_cast<size_t>(n), '#') +
-         std::string(static_cast<size_t>(width - n), ' ');
-}
 
 void PrintHistogram(const Component& c, std::ostream& out) {
   std::uint64_t most = c.hist.negative;

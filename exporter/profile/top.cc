@@ -14,6 +14,7 @@
 
 #include "bpf/nvmeof_maps.h"
 #include "collectors/bpf/nvmeof.h"
+#include "exporter/profile/text.h"
 
 namespace nvmeof::profile {
 
@@ -93,29 +94,6 @@ int StageRank(const std::string& role, const std::string& transport, const std::
                           static_cast<std::uint8_t>(to)) == stage)
         return from * 16 + to;
   return 1000;
-}
-
-std::string Bar(double fraction, int width) {
-  const int n = std::clamp(static_cast<int>(std::lround(fraction * width)), 0, width);
-  return std::string(static_cast<size_t>(n), '#') +
-         std::string(static_cast<size_t>(width - n), ' ');
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c < 0x20) continue;
-    out += static_cast<char>(c);
-  }
-  return out + "\"";
-}
-
-std::string Num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
 }
 
 }  // namespace
@@ -266,21 +244,21 @@ void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostr
 }
 
 void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out) {
-  out << "{\"interval_seconds\":" << Num(seconds) << ",\"groups\":[";
+  out << "{\"interval_seconds\":" << JsonNumber(seconds) << ",\"groups\":[";
   for (size_t i = 0; i < groups.size(); ++i) {
     const TopGroup& g = groups[i];
     out << (i ? "," : "") << "{\"role\":" << JsonString(g.role)
         << ",\"transport\":" << JsonString(g.transport) << ",\"op\":" << JsonString(g.op)
         << ",\"size\":" << JsonString(g.size) << ",\"device\":" << JsonString(g.device)
-        << ",\"commands_per_second\":" << Num(g.commands_per_second)
-        << ",\"sampled\":" << Num(g.sampled) << ",\"mean_seconds\":" << Num(g.mean)
-        << ",\"p50_seconds\":" << Num(g.p50) << ",\"p99_seconds\":" << Num(g.p99)
-        << ",\"queue_depth\":" << Num(g.queue_depth) << ",\"stages\":[";
+        << ",\"commands_per_second\":" << JsonNumber(g.commands_per_second)
+        << ",\"sampled\":" << JsonNumber(g.sampled) << ",\"mean_seconds\":" << JsonNumber(g.mean)
+        << ",\"p50_seconds\":" << JsonNumber(g.p50) << ",\"p99_seconds\":" << JsonNumber(g.p99)
+        << ",\"queue_depth\":" << JsonNumber(g.queue_depth) << ",\"stages\":[";
     for (size_t j = 0; j < g.stages.size(); ++j) {
       const TopStage& s = g.stages[j];
       out << (j ? "," : "") << "{\"stage\":" << JsonString(s.name)
-          << ",\"mean_seconds\":" << Num(s.mean) << ",\"share\":" << Num(s.share)
-          << ",\"queue_depth\":" << Num(s.queue_depth) << "}";
+          << ",\"mean_seconds\":" << JsonNumber(s.mean) << ",\"share\":" << JsonNumber(s.share)
+          << ",\"queue_depth\":" << JsonNumber(s.queue_depth) << "}";
     }
     out << "]}";
   }
