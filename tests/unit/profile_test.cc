@@ -24,10 +24,10 @@ RecordHeader Header(const std::string& role) {
   return h;
 }
 
-// A host read: setup at t, posted +2us, response +2us+wait, complete +1us, end +1us.
-Record HostRec(std::uint32_t cid, std::uint64_t slba, std::uint64_t t, std::uint64_t wait_ns) {
+// A 4 KiB TCP read on queue 1 of controller 3, as both sides see it.
+Record Command(std::uint8_t role, std::uint32_t cid, std::uint64_t slba) {
   Record r;
-  r.role = NVMEOF_ROLE_HOST;
+  r.role = role;
   r.transport = "tcp";
   r.op = "read";
   r.size = 4096;
@@ -35,26 +35,22 @@ Record HostRec(std::uint32_t cid, std::uint64_t slba, std::uint64_t t, std::uint
   r.cid = cid;
   r.cntlid = 3;
   r.subsys = "nqn.test";
-  r.device = "nvme1n1";
   r.slba = slba;
   r.nlb = 7;
+  return r;
+}
+
+// A host read: setup at t, posted +2us, response +2us+wait, complete +1us, end +1us.
+Record HostRec(std::uint32_t cid, std::uint64_t slba, std::uint64_t t, std::uint64_t wait_ns) {
+  Record r = Command(NVMEOF_ROLE_HOST, cid, slba);
+  r.device = "nvme1n1";
   r.ts = {t, t + 1000, t + 2000, 0, t + 2000 + wait_ns, t + 3000 + wait_ns, t + 4000 + wait_ns};
   return r;
 }
 
 // The target side: recv at t, init +1us, exec +2us, done +2us+storage, sent +3us+storage.
 Record TargetRec(std::uint32_t cid, std::uint64_t slba, std::uint64_t t, std::uint64_t storage) {
-  Record r;
-  r.role = NVMEOF_ROLE_TARGET;
-  r.transport = "tcp";
-  r.op = "read";
-  r.size = 4096;
-  r.qid = 1;
-  r.cid = cid;
-  r.cntlid = 3;
-  r.subsys = "nqn.test";
-  r.slba = slba;
-  r.nlb = 7;
+  Record r = Command(NVMEOF_ROLE_TARGET, cid, slba);
   r.ts = {t, t + 1000, 0, t + 2000, t + 2000 + storage, t + 3000 + storage};
   return r;
 }
