@@ -301,10 +301,17 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
 
 std::string UsageText() {
   std::ostringstream out;
-  out << "usage: nvmeof_exporter [probe] [flags]\n\n"
+  out << "usage: nvmeof_exporter [probe] [flags]\n"
+         "       nvmeof_exporter report [--detail] [--format=text|json] "
+         "[--baseline=OLD[,OLD_TARGET]] FILE [FILE]\n"
+         "       nvmeof_exporter top --from=http://HOST:PORT [--once] [--interval=SECONDS] "
+         "[--format=json]\n\n"
          "Prometheus exporter for NVMe-over-Fabrics and RDMA metrics.\n"
          "  probe    print, per BPF hook, whether and how it would attach; exit 1 if a\n"
-         "           required hook cannot attach\n\nflags:\n";
+         "           required hook cannot attach\n"
+         "  report   tables of `record` files; a host and a target file are joined per command\n"
+         "           (README \"Profiling one namespace\")\n"
+         "  top      live per-group stage view from a running exporter's /metrics\n\nflags:\n";
   for (const auto& f : kFlags) {
     if (std::string_view(f.name).rfind("testing.", 0) == 0) continue;
     out << "  --" << f.name << (f.is_bool ? "" : "=VALUE") << "\n      " << f.help << "\n";

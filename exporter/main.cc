@@ -7,11 +7,16 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "collectors/base/log.h"
 #include "collectors/bpf.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
+#include "exporter/profile/report.h"
+#include "exporter/profile/top.h"
 #include "exporter/scraper.h"
 #include "exporter/web_config.h"
 #include "exporter/web_server.h"
@@ -77,6 +82,13 @@ int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Offline subcommands with their own flags: no collectors, no config.
+  if (argc >= 2 && std::string_view(argv[1]) == "report")
+    return nvmeof::profile::RunReport(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                      std::cerr);
+  if (argc >= 2 && std::string_view(argv[1]) == "top")
+    return nvmeof::profile::RunTop(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                   std::cerr);
   nvmeof::Options options;
   std::string error;
   if (!nvmeof::ParseOptions(argc, argv, &options, &error)) {

@@ -1,0 +1,451 @@
+#include "exporter/profile/top.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "bpf/nvmeof_maps.h"
+#include "collectors/bpf/nvmeof.h"
+#include "exporter/profile/text.h"
+
+namespace nvmeof::profile {
+
+namespace {
+
+// Label names, old and new, per meaning: the first one a series has is used.
+constexpr std::string_view kDeviceLabels[] = {"device",    "disk", "nvme_namespace", "namespace",
+                                              "subsystem", "nqn",  "subsystem_nqn"};
+constexpr std::string_view kRoleLabels[] = {"role"};
+constexpr std::string_view kTransportLabels[] = {"transport", "trtype"};
+constexpr std::string_view kOpLabels[] = {"op", "operation"};
+constexpr std::string_view kSizeLabels[] = {"size", "size_class"};
+constexpr std::string_view kStageLabels[] = {"stage"};
+
+template <size_t N>
+std::string Label(const Sample& s, const std::string_view (&names)[N]) {
+  for (auto n : names) {
+    auto it = s.labels.find(std::string(n));
+    if (it != s.labels.end()) return it->second;
+  }
+  return "";
+}
+
+std::string GroupKey(const Sample& s) {
+  return Label(s, kRoleLabels) + " " + Label(s, kTransportLabels) + " " + Label(s, kOpLabels) +
+         " " + Label(s, kSizeLabels) + " " + Label(s, kDeviceLabels);
+}
+
+struct Acc {
+  Sample any;  // for the group's labels
+  double commands = 0, count = 0, sum = 0;
+  std::map<double, double> buckets;
+  std::map<std::string, std::pair<double, double>> stages;  // count, sum
+};
+
+std::map<std::string, Acc> Accumulate(const std::vector<Sample>& samples) {
+  std::map<std::string, Acc> out;
+  for (const auto& s : samples) {
+    const bool commands = s.name == "nvmeof_commands_total";
+    const bool e2e = s.name.rfind("nvmeof_command_latency_seconds_", 0) == 0;
+    const bool stage = s.name.rfind("nvmeof_stage_latency_seconds_", 0) == 0;
+    if (!commands && !e2e && !stage) continue;
+    Acc& a = out[GroupKey(s)];
+    if (a.any.name.empty()) a.any = s;
+    const std::string suffix = s.name.substr(s.name.rfind('_') + 1);
+    if (commands) {
+      a.commands += s.value;
+    } else if (e2e) {
+      if (suffix == "count") a.count += s.value;
+      if (suffix == "sum") a.sum += s.value;
+      if (suffix == "bucket") {
+        auto it = s.labels.find("le");
+        if (it == s.labels.end()) continue;
+        const double le =
+            it->second == "+Inf" ? INFINITY : std::strtod(it->second.c_str(), nullptr);
+        a.buckets[le] += s.value;
+      }
+    } else {
+      auto& st = a.stages[Label(s, kStageLabels)];
+      if (suffix == "count") st.first += s.value;
+      if (suffix == "sum") st.second += s.value;
+    }
+  }
+  return out;
+}
+
+// A counter's increase; a reset (the exporter restarted) counts from 0.
+double Delta(double before, double after) { return after >= before ? after - before : after; }
+
+// Path order of the /metrics stage names, from the same table NvmeofStageName uses.
+int StageRank(const std::string& role, const std::string& transport, const std::string& stage) {
+  const std::uint8_t r = role == "target" ? NVMEOF_ROLE_TARGET : NVMEOF_ROLE_HOST;
+  const int points = r == NVMEOF_ROLE_HOST ? int{NVMEOF_HP_COUNT} : int{NVMEOF_TP_COUNT};
+  for (int from = 0; from < points; ++from)
+    for (int to = from + 1; to < points; ++to)
+      if (NvmeofStageName(r, transport, static_cast<std::uint8_t>(from),
+                          static_cast<std::uint8_t>(to)) == stage)
+        return from * 16 + to;
+  return 1000;
+}
+
+}  // namespace
+
+bool ParseExposition(std::string_view text, std::vector<Sample>* out, std::string* error) {
+  size_t line_no = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    auto fail = [&](const char* what) {
+      *error = "line " + std::to_string(line_no) + ": " + what;
+      return false;
+    };
+    Sample s;
+    size_t i = 0;
+    while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
+    s.name = std::string(line.substr(0, i));
+    if (s.name.empty()) return fail("no metric name");
+    if (i < line.size() && line[i] == '{') {
+      ++i;
+      for (;;) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
+        if (i < line.size() && line[i] == '}') {
+          ++i;
+          break;
+        }
+        const size_t eq = line.find('=', i);
+        if (eq == std::string_view::npos || eq + 1 >= line.size() || line[eq + 1] != '"')
+          return fail("bad label");
+        std::string name(line.substr(i, eq - i));
+        std::string value;
+        i = eq + 2;
+        for (;;) {
+          if (i >= line.size()) return fail("unterminated label value");
+          const char c = line[i++];
+          if (c == '"') break;
+          if (c == '\\' && i < line.size()) {
+            const char e = line[i++];
+            value += e == 'n' ? '\n' : e;
+          } else {
+            value += c;
+          }
+        }
+        s.labels[std::move(name)] = std::move(value);
+      }
+    }
+    while (i < line.size() && line[i] == ' ') ++i;
+    const std::string rest(line.substr(i));
+    char* end = nullptr;
+    s.value = std::strtod(rest.c_str(), &end);
+    if (end == rest.c_str()) return fail("no value");
+    out->push_back(std::move(s));
+  }
+  return true;
+}
+
+double BucketQuantile(double q, const std::vector<std::pair<double, double>>& buckets) {
+  if (buckets.empty()) return NAN;
+  const double total = buckets.back().second;
+  if (total <= 0) return NAN;
+  const double rank = q * total;
+  double lo = 0, below = 0;
+  for (const auto& [le, count] : buckets) {
+    if (count >= rank) {
+      if (std::isinf(le)) return lo;  // in +Inf: the highest finite bound
+      if (count == below) return le;
+      return lo + (le - lo) * (rank - below) / (count - below);
+    }
+    lo = le;
+    below = count;
+  }
+  return lo;
+}
+
+std::vector<TopGroup> TopFrame(const std::vector<Sample>& before, const std::vector<Sample>& after,
+                               double seconds) {
+  const auto a = Accumulate(before);
+  const auto b = Accumulate(after);
+  std::vector<TopGroup> out;
+  for (const auto& [key, now] : b) {
+    const Acc empty;
+    auto it = a.find(key);
+    const Acc& old = it == a.end() ? empty : it->second;
+    TopGroup g;
+    g.role = Label(now.any, kRoleLabels);
+    g.transport = Label(now.any, kTransportLabels);
+    g.op = Label(now.any, kOpLabels);
+    g.size = Label(now.any, kSizeLabels);
+    g.device = Label(now.any, kDeviceLabels);
+    const double commands = Delta(old.commands, now.commands);
+    g.commands_per_second = seconds > 0 ? commands / seconds : 0;
+    g.sampled = Delta(old.count, now.count);
+    const double sum = Delta(old.sum, now.sum);
+    g.mean = g.sampled > 0 ? sum / g.sampled : 0;
+    std::vector<std::pair<double, double>> buckets;
+    for (const auto& [le, c] : now.buckets) {
+      auto ob = old.buckets.find(le);
+      buckets.push_back({le, Delta(ob == old.buckets.end() ? 0 : ob->second, c)});
+    }
+    g.p50 = g.sampled > 0 ? BucketQuantile(0.5, buckets) : 0;
+    g.p99 = g.sampled > 0 ? BucketQuantile(0.99, buckets) : 0;
+    g.queue_depth = g.commands_per_second * g.mean;
+    for (const auto& [name, cs] : now.stages) {
+      auto os = old.stages.find(name);
+      const auto prev = os == old.stages.end() ? std::pair<double, double>{0, 0} : os->second;
+      const double n = Delta(prev.first, cs.first), s = Delta(prev.second, cs.second);
+      TopStage st;
+      st.name = name;
+      st.mean = n > 0 ? s / n : 0;
+      st.share = g.mean > 0 ? st.mean / g.mean : 0;
+      st.queue_depth = g.commands_per_second * st.mean;
+      g.stages.push_back(st);
+    }
+    std::stable_sort(g.stages.begin(), g.stages.end(), [&](const TopStage& x, const TopStage& y) {
+      return StageRank(g.role, g.transport, x.name) < StageRank(g.role, g.transport, y.name);
+    });
+    if (commands <= 0 && g.sampled <= 0) continue;  // idle in this interval
+    out.push_back(std::move(g));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const TopGroup& x, const TopGroup& y) {
+    return x.queue_depth > y.queue_depth;  // time spent per second
+  });
+  return out;
+}
+
+void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostream& out) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "nvmeof top: %.1f s interval, %zu active groups\n", seconds,
+                groups.size());
+  out << buf;
+  for (const auto& g : groups) {
+    std::snprintf(buf, sizeof buf,
+                  "\n%s %s %s %s %s: %.1f cmd/s, n=%.0f sampled, mean %.1fus p50 %.1fus p99 "
+                  "%.1fus, L=%.2f\n",
+                  g.role.c_str(), g.transport.c_str(), g.op.c_str(),
+                  g.size.empty() ? "-" : g.size.c_str(), g.device.c_str(), g.commands_per_second,
+                  g.sampled, g.mean * 1e6, g.p50 * 1e6, g.p99 * 1e6, g.queue_depth);
+    out << buf;
+    for (const auto& s : g.stages) {
+      std::snprintf(buf, sizeof buf, "  %-28s %10.1fus %6.1f%% %6.2f |%s|\n", s.name.c_str(),
+                    s.mean * 1e6, s.share * 100, s.queue_depth, Bar(s.share, 20).c_str());
+      out << buf;
+    }
+  }
+}
+
+void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out) {
+  out << "{\"interval_seconds\":" << JsonNumber(seconds) << ",\"groups\":[";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const TopGroup& g = groups[i];
+    out << (i ? "," : "") << "{\"role\":" << JsonString(g.role)
+        << ",\"transport\":" << JsonString(g.transport) << ",\"op\":" << JsonString(g.op)
+        << ",\"size\":" << JsonString(g.size) << ",\"device\":" << JsonString(g.device)
+        << ",\"commands_per_second\":" << JsonNumber(g.commands_per_second)
+        << ",\"sampled\":" << JsonNumber(g.sampled) << ",\"mean_seconds\":" << JsonNumber(g.mean)
+        << ",\"p50_seconds\":" << JsonNumber(g.p50) << ",\"p99_seconds\":" << JsonNumber(g.p99)
+        << ",\"queue_depth\":" << JsonNumber(g.queue_depth) << ",\"stages\":[";
+    for (size_t j = 0; j < g.stages.size(); ++j) {
+      const TopStage& s = g.stages[j];
+      out << (j ? "," : "") << "{\"stage\":" << JsonString(s.name)
+          << ",\"mean_seconds\":" << JsonNumber(s.mean) << ",\"share\":" << JsonNumber(s.share)
+          << ",\"queue_depth\":" << JsonNumber(s.queue_depth) << "}";
+    }
+    out << "]}";
+  }
+  out << "]}\n";
+}
+
+bool HttpGet(const std::string& url, double timeout_seconds, std::string* body,
+             std::string* error) {
+  if (url.rfind("http://", 0) != 0) {
+    *error = "only http:// URLs are supported (https is not built yet)";
+    return false;
+  }
+  std::string rest = url.substr(7);
+  std::string path = "/metrics";
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    path = rest.substr(slash);
+    rest = rest.substr(0, slash);
+  }
+  std::string host = rest, port = "80";
+  if (!rest.empty() && rest[0] == '[') {
+    const auto close = rest.find(']');
+    if (close == std::string::npos) {
+      *error = "bad URL " + url;
+      return false;
+    }
+    host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    *error = host + ":" + port + ": " + gai_strerror(rc);
+    return false;
+  }
+  int fd = -1;
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(timeout_seconds);
+    tv.tv_usec = static_cast<suseconds_t>((timeout_seconds - static_cast<double>(tv.tv_sec)) * 1e6);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd < 0) {
+    *error = "cannot connect to " + host + ":" + port;
+    return false;
+  }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + rest +
+                              "\r\nAccept: text/plain\r\nConnection: close\r\n\r\n";
+  size_t sent = 0;
+  while (sent < request.size()) {
+    const ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) {
+      close(fd);
+      *error = "send failed";
+      return false;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  std::string response;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n < 0) {
+      close(fd);
+      *error = "read failed or timed out";
+      return false;
+    }
+    if (n == 0) break;
+    response.append(buf, static_cast<size_t>(n));
+    if (response.size() > (256u << 20)) {
+      close(fd);
+      *error = "response larger than 256 MiB";
+      return false;
+    }
+  }
+  close(fd);
+  const size_t head_end = response.find("\r\n\r\n");
+  if (head_end == std::string::npos || response.rfind("HTTP/1.", 0) != 0) {
+    *error = "not an HTTP response";
+    return false;
+  }
+  const std::string head = response.substr(0, head_end);
+  const int status = std::atoi(head.c_str() + head.find(' ') + 1);
+  if (status != 200) {
+    *error = "HTTP " + head.substr(head.find(' ') + 1, head.find("\r\n") - head.find(' ') - 1);
+    return false;
+  }
+  std::string lower = head;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string raw = response.substr(head_end + 4);
+  if (lower.find("transfer-encoding: chunked") == std::string::npos) {
+    *body = std::move(raw);
+    return true;
+  }
+  body->clear();
+  size_t i = 0;
+  for (;;) {
+    const size_t eol = raw.find("\r\n", i);
+    if (eol == std::string::npos) {
+      *error = "truncated chunked body";
+      return false;
+    }
+    const unsigned long len = std::strtoul(raw.c_str() + i, nullptr, 16);
+    i = eol + 2;
+    if (len == 0) return true;
+    if (i + len > raw.size()) {
+      *error = "truncated chunked body";
+      return false;
+    }
+    body->append(raw, i, len);
+    i += len + 2;
+  }
+}
+
+int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string from;
+  bool once = false, json = false;
+  double interval = 2;
+  for (const auto& a : args) {
+    if (a.rfind("--from=", 0) == 0) {
+      from = a.substr(7);
+    } else if (a == "--once") {
+      once = true;
+    } else if (a == "--format=json") {
+      json = true;
+    } else if (a == "--format=text") {
+      json = false;
+    } else if (a.rfind("--interval=", 0) == 0) {
+      char* end = nullptr;
+      interval = std::strtod(a.c_str() + 11, &end);
+      if (*end || !(interval > 0) || interval > 3600) {
+        err << "nvmeof_exporter top: --interval: \"" << a.substr(11)
+            << "\" is not a number of seconds in (0, 3600]\n";
+        return 2;
+      }
+    } else {
+      err << "usage: nvmeof_exporter top --from=http://HOST:PORT[/metrics] [--once] "
+             "[--interval=SECONDS] [--format=json]\n";
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  if (from.empty()) {
+    err << "nvmeof_exporter top: --from=URL is required (top on BPF programs of its own is not "
+           "built yet)\n";
+    return 2;
+  }
+  auto scrape = [&](std::vector<Sample>* samples) {
+    std::string body, error;
+    if (!HttpGet(from, 10, &body, &error) || !ParseExposition(body, samples, &error)) {
+      err << "nvmeof_exporter top: " << from << ": " << error << "\n";
+      return false;
+    }
+    return true;
+  };
+  using Clock = std::chrono::steady_clock;
+  std::vector<Sample> before;
+  if (!scrape(&before)) return 1;
+  auto t0 = Clock::now();
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    std::vector<Sample> after;
+    if (!scrape(&after)) return 1;
+    const auto t1 = Clock::now();
+    const double seconds = std::chrono::duration<double>(t1 - t0).count();
+    const auto frame = TopFrame(before, after, seconds);
+    if (json) {
+      PrintTopJson(frame, seconds, out);
+    } else {
+      if (!once) out << "\x1b[H\x1b[2J";
+      PrintTopText(frame, seconds, out);
+    }
+    out.flush();
+    if (once) return 0;
+    before = std::move(after);
+    t0 = t1;
+  }
+}
+
+}  // namespace nvmeof::profile
