@@ -1,39 +1,53 @@
 /* Latency histogram bucket math, shared by the BPF programs and the exporter (C and C++).
  *
- * Buckets are log-linear: every power of two of nanoseconds is split into 8 buckets whose
- * bounds are 1/64ths of the octave's base, chosen so that every bucket is at most 10% wider
- * than its lower bound (upper/lower <= 1.1). histogram_quantile() picks the bucket holding the
- * quantile and interpolates inside it; the true value lies in the same bucket, so the estimate
- * is off by at most one bucket width: <= 10% of the true value. Plain log2 buckets are off by
- * up to 2x, and 8 equal sub-buckets by up to 12.5% (the first one of each octave).
+ * Buckets sit on the bounds of Prometheus native histograms, schema 3: native bucket j holds
+ * values in (2^((j-1)/8), 2^(j/8)] SECONDS, 8 buckets per power of two. The exporter serves
+ * the in-kernel counts as native buckets without re-bucketing: native index j = i - 184 for
+ * in-kernel bucket i. Measured in nanoseconds the bounds are 1e9 * 2^(j/8) ns; since
+ * 8*log2(1e9) = 239.1788..., every octave [2^e, 2^(e+1)) ns holds the same 8 edges at
+ * 2^e * 2^((t + 0.1788...)/8), t = 0..7, and native index j = 8e + t - 239.
  *
- *   bucket 0                      [0, 2^MIN_SHIFT) ns (128 ns)
- *   bucket 1 + (e - MIN)*8 + g    [2^(e-6) * (64 + B[g]), 2^(e-6) * (64 + B[g+1])) ns,
- *                                 e = floor(log2(v)), B = {0,6,13,20,28,37,47,58,64}
- *   bucket BUCKETS-1              [2^MAX_SHIFT, inf) ns (17.2 s)
+ * 2^(k/8) is irrational, so the edges are integer thresholds on the 10 bits below the leading
+ * one (mantissa m in [1024, 2048)): NVMEOF_HIST_Q(t) = round(1024 * 2^((t + 0.1788...)/8)).
+ * The edge that the index math applies, Q(t) * 2^(e-10) ns, is within 0.023% (2.3e-4
+ * relative) of the exact 1e9 * 2^(j/8) ns; only a value that close to an edge can land in the
+ * neighbouring bucket. tests/unit/bpf_histogram_test.cc checks every edge.
  *
- * Index computation uses only shifts and compares (BPF has no count-leading-zeros).
+ *   bucket 0                      zero bucket: [0, 2^-23 s] (<= 119.2 ns; native zero
+ *                                 bucket with zero_threshold 2^-23 s, the schema-3 bound
+ *                                 just below 128 ns)
+ *   bucket i, 1 <= i <= 216       native bucket j = i - 184: (2^((j-1)/8), 2^(j/8)] s,
+ *                                 119.2 ns .. 16 s
+ *   bucket 217                    overflow: (16 s, inf)
+ *
+ * Index computation uses only shifts and compares (BPF has no count-leading-zeros), no loops.
  */
 #ifndef NVMEOF_BPF_HIST_H_
 #define NVMEOF_BPF_HIST_H_
 
-#define NVMEOF_HIST_MIN_SHIFT 7
-#define NVMEOF_HIST_MAX_SHIFT 34
-#define NVMEOF_HIST_GROUPS 8
-#define NVMEOF_HIST_BUCKETS \
-  (2 + (NVMEOF_HIST_MAX_SHIFT - NVMEOF_HIST_MIN_SHIFT) * NVMEOF_HIST_GROUPS)
+#define NVMEOF_HIST_SCHEMA 3
+#define NVMEOF_HIST_GROUPS 8 /* 2^schema buckets per octave */
+#define NVMEOF_HIST_BUCKETS 218
+/* Native schema-3 index of in-kernel bucket i (1 .. BUCKETS-2) is i - NVMEOF_HIST_NATIVE_OFFSET. */
+#define NVMEOF_HIST_NATIVE_OFFSET 184
+/* Zero bucket: native indices <= -184, i.e. values <= 2^-23 s. */
+#define NVMEOF_HIST_ZERO_THRESHOLD_LOG2_S (-23)
+/* Largest finite bound: native index 32, 2^(32/8) = 16 s. */
+#define NVMEOF_HIST_MAX_NATIVE_INDEX (NVMEOF_HIST_BUCKETS - 2 - NVMEOF_HIST_NATIVE_OFFSET)
+/* Bucket index = 8e + t - 55 for a value in octave e (2^e <= ns < 2^(e+1)) with t edges of the
+ * octave at or below it: 55 = 239 - NVMEOF_HIST_NATIVE_OFFSET. */
+#define NVMEOF_HIST_INDEX_BIAS 55
 
-/* Start of group g (0..8) within an octave, in 1/64ths above the base (64/64). */
-#define NVMEOF_HIST_GROUP_START(g) \
-  ((g) == 0   ? 0                  \
-   : (g) == 1 ? 6                  \
-   : (g) == 2 ? 13                 \
-   : (g) == 3 ? 20                 \
-   : (g) == 4 ? 28                 \
-   : (g) == 5 ? 37                 \
-   : (g) == 6 ? 47                 \
-   : (g) == 7 ? 58                 \
-              : 64)
+/* Edge t (0..7) of every octave, in 1/1024ths of the octave's base. */
+#define NVMEOF_HIST_Q(t) \
+  ((t) == 0   ? 1040     \
+   : (t) == 1 ? 1134     \
+   : (t) == 2 ? 1237     \
+   : (t) == 3 ? 1349     \
+   : (t) == 4 ? 1471     \
+   : (t) == 5 ? 1604     \
+   : (t) == 6 ? 1749     \
+              : 1907)
 
 static inline unsigned int nvmeof_log2_u64(unsigned long long v) {
   unsigned int r = 0;
@@ -65,23 +79,27 @@ static inline unsigned int nvmeof_log2_u64(unsigned long long v) {
 
 /* Bucket index of a latency in nanoseconds. */
 static inline unsigned int nvmeof_hist_index(unsigned long long ns) {
-  unsigned int e, m, g;
-  if (ns < (1ULL << NVMEOF_HIST_MIN_SHIFT)) return 0;
+  unsigned int e, m, t, i;
+  if (ns < 64) return 0; /* octave 6 ends the zero bucket; below it is all zero bucket */
   e = nvmeof_log2_u64(ns);
-  if (e >= NVMEOF_HIST_MAX_SHIFT) return NVMEOF_HIST_BUCKETS - 1;
-  m = (unsigned int)(ns >> (e - 6)) & 63; /* 6 bits below the leading one */
-  g = (m >= 6) + (m >= 13) + (m >= 20) + (m >= 28) + (m >= 37) + (m >= 47) + (m >= 58);
-  return 1 + (e - NVMEOF_HIST_MIN_SHIFT) * NVMEOF_HIST_GROUPS + g;
+  if (e >= 34) return NVMEOF_HIST_BUCKETS - 1; /* 17.2 s and up: past 16 s */
+  m = e >= 10 ? (unsigned int)(ns >> (e - 10)) : (unsigned int)(ns << (10 - e)); /* 1024..2047 */
+  t = (m >= 1040) + (m >= 1134) + (m >= 1237) + (m >= 1349) + (m >= 1471) + (m >= 1604) +
+      (m >= 1749) + (m >= 1907);
+  i = 8 * e + t;
+  if (i <= NVMEOF_HIST_INDEX_BIAS) return 0;
+  i -= NVMEOF_HIST_INDEX_BIAS;
+  return i >= NVMEOF_HIST_BUCKETS - 1 ? NVMEOF_HIST_BUCKETS - 1 : i;
 }
 
-/* Exclusive upper bound of bucket i in nanoseconds; 0 for the overflow bucket (+Inf). */
-static inline unsigned long long nvmeof_hist_upper_ns(unsigned int i) {
-  unsigned int e, g;
-  if (i == 0) return 1ULL << NVMEOF_HIST_MIN_SHIFT;
+/* Smallest latency in ns that lands above bucket i (the integer edge the index math applies
+ * at the top of bucket i); 0 for the overflow bucket (+Inf). */
+static inline unsigned long long nvmeof_hist_edge_ns(unsigned int i) {
+  unsigned int e, t;
   if (i >= NVMEOF_HIST_BUCKETS - 1) return 0;
-  e = NVMEOF_HIST_MIN_SHIFT + (i - 1) / NVMEOF_HIST_GROUPS;
-  g = (i - 1) % NVMEOF_HIST_GROUPS;
-  return (unsigned long long)(64 + NVMEOF_HIST_GROUP_START(g + 1)) << (e - 6);
+  e = (i + NVMEOF_HIST_INDEX_BIAS) / 8;
+  t = (i + NVMEOF_HIST_INDEX_BIAS) % 8;
+  return (((unsigned long long)NVMEOF_HIST_Q(t) << e) + 1023) >> 10;
 }
 
 #endif /* NVMEOF_BPF_HIST_H_ */

@@ -80,7 +80,8 @@ class BpfCollector : public Collector {
       : options_(options),
         load_(std::move(load)),
         nvmeof_(std::move(nvmeof)),
-        layout_(BucketLayout::Make(options.bpf.buckets)) {
+        layout_(options.bpf.buckets.empty() ? BucketLayout::Default()
+                                            : BucketLayout::Make(options.bpf.buckets)) {
     if (!load_.availability.ok) {
       LogWarn(
           "eBPF stage latency unavailable; other collectors unaffected",
@@ -142,13 +143,21 @@ class BpfCollector : public Collector {
         out.Histogram("nvmeof_block_stage_latency_seconds", kHelpStage,
                       {{"device", *name}, {"op", op}, {"stage", std::string(BlockStageName(st))}},
                       bounds, layout_.Cumulative(s.hist.buckets[st]), s.hist.count[st],
-                      static_cast<double>(s.hist.sum_ns[st]) / 1e9);
+                      static_cast<double>(s.hist.sum_ns[st]) / 1e9, Native(s.hist.buckets[st]));
       }
       out.Histogram("nvmeof_block_latency_seconds", kHelpTotal, {{"device", *name}, {"op", op}},
                     bounds, layout_.Cumulative(s.hist.buckets[NVMEOF_STAGE_TOTAL]),
                     s.hist.count[NVMEOF_STAGE_TOTAL],
-                    static_cast<double>(s.hist.sum_ns[NVMEOF_STAGE_TOTAL]) / 1e9);
+                    static_cast<double>(s.hist.sum_ns[NVMEOF_STAGE_TOTAL]) / 1e9,
+                    Native(s.hist.buckets[NVMEOF_STAGE_TOTAL]));
     }
+  }
+
+  // The native buckets protobuf scrapes get (bpf.protobuf_histograms), or none for classic.
+  std::shared_ptr<const NativeHistogram> Native(const unsigned long long* fine) const {
+    const auto& mode = options_.bpf.protobuf_histograms;
+    if (mode == "classic") return nullptr;
+    return NativeFromFine(fine, mode == "both");
   }
 
   // Queue and device need the issue hook; without it they merge into the total.
@@ -269,7 +278,8 @@ class BpfCollector : public Collector {
         out.Histogram(
             family == &stages ? "nvmeof_stage_latency_seconds" : "nvmeof_command_latency_seconds",
             family == &stages ? kHelpNvStage : kHelpNvTotal, labels, bounds,
-            layout_.Cumulative(h.buckets), h.count, static_cast<double>(h.sum_ns) / 1e9);
+            layout_.Cumulative(h.buckets), h.count, static_cast<double>(h.sum_ns) / 1e9,
+            Native(h.buckets));
       }
     }
     constexpr std::string_view kLost = kHelpLost;

@@ -40,10 +40,12 @@ int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
   std::unique_ptr<nvmeof::Scraper> scraper;
   const bool tls = web_config.tls();
   const bool auth = !web_config.users.empty();
-  nvmeof::WebServer server(options.web, std::move(web_config), [&](double timeout_seconds) {
-    return scraper->Scrape(std::chrono::duration_cast<nvmeof::Scraper::Duration>(
-        std::chrono::duration<double>(timeout_seconds)));
-  });
+  nvmeof::WebServer server(
+      options.web, std::move(web_config), [&](double timeout_seconds, bool protobuf) {
+        return scraper->Scrape(std::chrono::duration_cast<nvmeof::Scraper::Duration>(
+                                   std::chrono::duration<double>(timeout_seconds)),
+                               protobuf);
+      });
   std::string error;
   if (!server.Start(&error)) {
     nvmeof::LogError("cannot start web server", nvmeof::Kv("err", error));

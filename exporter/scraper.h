@@ -1,5 +1,6 @@
 // Runs the enabled collectors for one scrape and renders the Prometheus text format,
-// adding the exporter's own series (build info, per-collector success/duration/skips/timeouts/sanitized).
+// adding the exporter's own series (build info, per-collector
+// success/duration/skips/timeouts/sanitized).
 //
 // Deadlines: every scrape has one. Each collector run happens on its own detached thread that
 // shares ownership of the collector and its state (Slot), so a run stuck in the kernel (a sysfs
@@ -35,6 +36,9 @@ class Scraper {
   // Collects everything (collectors in parallel, at most `timeout`) and returns the text
   // exposition.
   std::string Scrape(Duration timeout);
+  // The same in the protobuf format (delimited MetricFamily, with native histograms) if
+  // `protobuf`, else text.
+  std::string Scrape(Duration timeout, bool protobuf);
   // The same, as families (for tests).
   MetricSink CollectAll(Duration timeout);
   // Makes scrapes waiting now and later return at once (collectors not done count as timed

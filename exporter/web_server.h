@@ -21,8 +21,11 @@ class WebServer {
  public:
   // Returns the text exposition, taking at most about `timeout_seconds`.
   using Handler = std::function<std::string(double timeout_seconds)>;
+  // Also told whether the scraper's Accept header prefers the protobuf format.
+  using FormatHandler = std::function<std::string(double timeout_seconds, bool protobuf)>;
 
-  WebServer(WebOptions options, WebConfig config, Handler metrics);
+  WebServer(WebOptions options, WebConfig config, Handler metrics);  // text only
+  WebServer(WebOptions options, WebConfig config, FormatHandler metrics);
   ~WebServer();
   WebServer(const WebServer&) = delete;
   WebServer& operator=(const WebServer&) = delete;
@@ -46,7 +49,7 @@ class WebServer {
 
   WebOptions options_;
   WebConfig config_;
-  Handler metrics_;
+  FormatHandler metrics_;
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
   std::atomic<int> in_flight_{0};

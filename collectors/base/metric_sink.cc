@@ -55,8 +55,10 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_vie
   auto [it, inserted] = index_.try_emplace(std::string(name), families_.size());
   if (inserted) {
     families_.push_back({std::string(name), std::string(help), type, {}});
+    native_.emplace_back();
   }
   auto& family = families_[it->second];
+  if (!native_[it->second].empty()) native_[it->second].emplace_back();
   family.metric.emplace_back();
   family.metric.back().label = std::move(labels);
   return &family.metric.back();
@@ -80,10 +82,16 @@ void MetricSink::Counter(std::string_view name, std::string_view help, Labels la
 void MetricSink::Histogram(std::string_view name, std::string_view help, Labels labels,
                            const std::vector<double>& upper_bounds,
                            const std::vector<std::uint64_t>& cumulative, std::uint64_t count,
-                           double sum) {
+                           double sum, std::shared_ptr<const NativeHistogram> native) {
   if (!Servable(sum, prometheus::MetricType::Histogram)) return Skip();
   auto* m = Add(name, help, prometheus::MetricType::Histogram, std::move(labels));
   if (!m) return;
+  if (native) {
+    const size_t f = index_.at(std::string(name));
+    auto& side = native_[f];
+    side.resize(families_[f].metric.size());
+    side.back() = std::move(native);
+  }
   auto& h = m->histogram;
   h.sample_count = count;
   h.sample_sum = sum;
@@ -96,21 +104,76 @@ void MetricSink::Histogram(std::string_view name, std::string_view help, Labels 
 
 std::vector<prometheus::MetricFamily> MetricSink::Take() {
   index_.clear();
+  native_.clear();
   return std::move(families_);
+}
+
+const NativeHistogram* MetricSink::NativeOf(size_t family, size_t metric) const {
+  if (family >= native_.size() || metric >= native_[family].size()) return nullptr;
+  return native_[family][metric].get();
 }
 
 void MetricSink::Append(MetricSink&& other) {
   skipped_ += other.skipped_;
   sanitized_ += other.sanitized_;
-  for (auto& family : other.Take()) {
+  auto native = std::move(other.native_);
+  auto families = other.Take();
+  for (size_t f = 0; f < families.size(); ++f) {
+    auto& family = families[f];
+    auto& side = native[f];
     auto [it, inserted] = index_.try_emplace(family.name, families_.size());
     if (inserted) {
       families_.push_back(std::move(family));
-    } else {
-      auto& dst = families_[it->second].metric;
-      for (auto& m : family.metric) dst.push_back(std::move(m));
+      native_.push_back(std::move(side));
+      continue;
     }
+    auto& dst = families_[it->second].metric;
+    auto& dst_side = native_[it->second];
+    if (!side.empty() || !dst_side.empty()) {
+      dst_side.resize(dst.size());
+      side.resize(family.metric.size());
+      for (auto& n : side) dst_side.push_back(std::move(n));
+    }
+    for (auto& m : family.metric) dst.push_back(std::move(m));
   }
+}
+
+void SetNativeBuckets(NativeHistogram* h, std::int32_t first, const std::uint64_t* counts,
+                      size_t n) {
+  h->positive_span.clear();
+  h->positive_delta.clear();
+  std::int64_t previous = 0;
+  std::int32_t next_index = 0;  // index just past the last span
+  size_t i = 0;
+  while (i < n) {
+    if (counts[i] == 0) {
+      ++i;
+      continue;
+    }
+    // A new span starts at i; it ends where a gap of 3 or more empty buckets begins.
+    size_t end = i + 1;
+    while (end < n) {
+      if (counts[end] != 0) {
+        ++end;
+        continue;
+      }
+      size_t gap = end;
+      while (gap < n && counts[gap] == 0) ++gap;
+      if (gap == n || gap - end > 2) break;
+      end = gap;
+    }
+    const std::int32_t start = first + static_cast<std::int32_t>(i);
+    h->positive_span.push_back({h->positive_span.empty() ? start : start - next_index,
+                                static_cast<std::uint32_t>(end - i)});
+    for (size_t k = i; k < end; ++k) {
+      const auto c = static_cast<std::int64_t>(counts[k]);
+      h->positive_delta.push_back(c - previous);
+      previous = c;
+    }
+    next_index = first + static_cast<std::int32_t>(end);
+    i = end;
+  }
+  if (h->positive_span.empty()) h->positive_span.push_back({0, 0});
 }
 
 const prometheus::MetricFamily* MetricSink::Find(std::string_view name) const {

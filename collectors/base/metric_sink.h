@@ -7,6 +7,7 @@
 #include <prometheus/metric_family.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +25,32 @@ struct StateName {
   std::string_view label;
 };
 
+// The native (sparse, exponential) buckets of one histogram series, as the protobuf exposition
+// carries them (io.prometheus.client.Histogram fields 5-13). prometheus::ClientMetric has no
+// place for them, so MetricSink keeps them beside it (see NativeOf). Only protobuf scrapes
+// serve them; the text format serves the classic buckets of the same series.
+struct NativeHistogram {
+  struct Span {
+    std::int32_t offset;  // gap to the previous span's end; the first span's start index
+    std::uint32_t length;
+  };
+  std::int32_t schema = 3;
+  double zero_threshold = 0;
+  std::uint64_t zero_count = 0;
+  std::vector<Span> positive_span;
+  std::vector<std::int64_t> positive_delta;  // each count minus the previous one (first: itself)
+  // Protobuf scrapes also carry the series' classic buckets ("both"; Prometheus'
+  // scrape_classic_histograms). Otherwise they carry count, sum and the native buckets only.
+  bool with_classic = false;
+};
+
+// Native buckets from absolute counts of consecutive buckets starting at index `first`:
+// empty buckets split spans (a gap of 1 or 2 empty buckets costs less as zero deltas in one
+// span than as a new span, so gaps up to 2 stay inside the span, as client_golang does).
+// An empty histogram gets one span of length 0, which marks it native for Prometheus.
+void SetNativeBuckets(NativeHistogram* h, std::int32_t first, const std::uint64_t* counts,
+                      size_t n);
+
 class MetricSink {
  public:
   void Gauge(std::string_view name, std::string_view help, Labels labels, double value);
@@ -31,7 +58,12 @@ class MetricSink {
   // Buckets are cumulative counts for the given upper bounds (without +Inf; count is +Inf).
   void Histogram(std::string_view name, std::string_view help, Labels labels,
                  const std::vector<double>& upper_bounds,
-                 const std::vector<std::uint64_t>& cumulative, std::uint64_t count, double sum);
+                 const std::vector<std::uint64_t>& cumulative, std::uint64_t count, double sum,
+                 std::shared_ptr<const NativeHistogram> native = nullptr);
+
+  // The native buckets of families()[f].metric[m], or nullptr (not a histogram, or classic
+  // only). Valid until the next change to the sink; families_ and native_ stay in step.
+  const NativeHistogram* NativeOf(size_t family, size_t metric) const;
 
   // A state as one-hot gauges: one series per entry of `states` (label "state"), 1 for the one
   // whose kernel spelling is `current`. Unreadable (nullopt) is a skipped series; so is a state
@@ -49,8 +81,10 @@ class MetricSink {
   // per process at debug level.
   size_t sanitized() const { return sanitized_; }
 
-  // Moves everything collected so far out, in insertion order.
+  // Moves everything collected so far out, in insertion order (without native buckets).
   std::vector<prometheus::MetricFamily> Take();
+  // Everything collected so far, in insertion order; NativeOf indexes it.
+  const std::vector<prometheus::MetricFamily>& families() const { return families_; }
   void Append(MetricSink&& other);
   bool Empty() const { return families_.empty(); }
   // Lookup for tests: the family by name, or nullptr.
@@ -62,6 +96,10 @@ class MetricSink {
                                 prometheus::MetricType type, Labels labels);
 
   std::vector<prometheus::MetricFamily> families_;
+  // native_[f][m] belongs to families_[f].metric[m]; native_[f] is empty while the family has
+  // no native histogram (most families), else as long as its metric list. Shared and
+  // immutable, so the scraper's copy of a run's sink copies pointers, not buckets.
+  std::vector<std::vector<std::shared_ptr<const NativeHistogram>>> native_;
   std::unordered_map<std::string, size_t> index_;
   size_t skipped_ = 0;
   size_t sanitized_ = 0;

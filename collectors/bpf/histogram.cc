@@ -7,10 +7,20 @@
 
 namespace nvmeof {
 
+double NativeBucketBound(int j) {
+  // As Prometheus computes schema-3 bounds (histogram/generic.go, getBound): a table of
+  // 2^(f/8) scaled by a power of two, so classic `le` values equal the native bounds exactly.
+  int octave =
+      j >= 0 ? j / NVMEOF_HIST_GROUPS : -((-j + NVMEOF_HIST_GROUPS - 1) / NVMEOF_HIST_GROUPS);
+  int frac = j - octave * NVMEOF_HIST_GROUPS;
+  return std::ldexp(std::exp2(frac / static_cast<double>(NVMEOF_HIST_GROUPS)), octave);
+}
+
 std::vector<double> FineBucketBounds() {
   std::vector<double> out;
-  for (unsigned i = 0; i + 1 < NVMEOF_HIST_BUCKETS; ++i) {
-    out.push_back(static_cast<double>(nvmeof_hist_upper_ns(i)) / 1e9);
+  out.push_back(std::ldexp(1.0, NVMEOF_HIST_ZERO_THRESHOLD_LOG2_S));
+  for (int i = 1; i + 1 < NVMEOF_HIST_BUCKETS; ++i) {
+    out.push_back(NativeBucketBound(i - NVMEOF_HIST_NATIVE_OFFSET));
   }
   return out;
 }
@@ -37,6 +47,26 @@ BucketLayout BucketLayout::Make(const std::vector<double>& requested_seconds) {
   }
   for (unsigned i : layout.fine_index_) layout.bounds_.push_back(fine[i]);
   return layout;
+}
+
+BucketLayout BucketLayout::Default() {
+  std::vector<double> bounds;
+  for (int e = -17; e <= -2; ++e) bounds.push_back(std::ldexp(1.0, e));
+  return Make(bounds);
+}
+
+std::shared_ptr<const NativeHistogram> NativeFromFine(const unsigned long long* fine,
+                                                      bool with_classic) {
+  auto h = std::make_shared<NativeHistogram>();
+  h->schema = NVMEOF_HIST_SCHEMA;
+  h->zero_threshold = std::ldexp(1.0, NVMEOF_HIST_ZERO_THRESHOLD_LOG2_S);
+  h->zero_count = fine[0];
+  h->with_classic = with_classic;
+  // In-kernel buckets 1 .. BUCKETS-1 are native -183 .. 33 (the overflow bucket as 33).
+  static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t));
+  SetNativeBuckets(h.get(), 1 - NVMEOF_HIST_NATIVE_OFFSET,
+                   reinterpret_cast<const std::uint64_t*>(fine + 1), NVMEOF_HIST_BUCKETS - 1);
+  return h;
 }
 
 std::vector<std::uint64_t> BucketLayout::Cumulative(const unsigned long long* fine) const {

@@ -11,7 +11,7 @@ bool ValidBpfMechanism(const std::string& m) {
 bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
   if (!CheckKeys(node, "bpf",
                  {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
-                  "block_devices", "size_classes"},
+                  "block_devices", "size_classes", "protobuf_histograms"},
                  error)) {
     return false;
   }
@@ -47,6 +47,17 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
         return false;
       }
       bpf->buckets.push_back(v);
+    }
+  }
+  if (node["protobuf_histograms"]) {
+    if (!ReadScalar(node["protobuf_histograms"], "bpf.protobuf_histograms",
+                    &bpf->protobuf_histograms, error)) {
+      return false;
+    }
+    const auto& v = bpf->protobuf_histograms;
+    if (v != "native" && v != "classic" && v != "both") {
+      *error = "bpf.protobuf_histograms: \"" + v + "\" is not one of native, classic, both";
+      return false;
     }
   }
   if (node["enable_stats"] &&

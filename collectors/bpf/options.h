@@ -18,10 +18,13 @@ struct BpfOptions {
   std::string mechanism = "auto";  // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
   std::string btf_path;            // external BTF file or directory, for kernels without BTF
   std::uint32_t sample_every = 8;  // time 1 in N; counts stay exact (default: tests/bench)
-  std::vector<double> buckets;     // histogram upper bounds in seconds; empty = built-in
-  bool enable_stats = false;       // turn on BPF_ENABLE_STATS for per-program run time
-  NameFilter block_devices;        // disks to time (sda, vda, nvme0n1, loop0)
-  bool size_classes = false;       // NVMe-oF stages: add a `size` label (5 I/O size classes)
+  std::vector<double> buckets;     // classic upper bounds in seconds; empty = the default 16
+  // What protobuf scrapes carry for latency histograms: native (schema-3 sparse buckets, count,
+  // sum), classic (the classic buckets, as text scrapes) or both (for scrape_classic_histograms).
+  std::string protobuf_histograms = "native";
+  bool enable_stats = false;  // turn on BPF_ENABLE_STATS for per-program run time
+  NameFilter block_devices;   // disks to time (sda, vda, nvme0n1, loop0)
+  bool size_classes = false;  // NVMe-oF stages: add a `size` label (5 I/O size classes)
 };
 
 // auto | fentry | kprobe | tp_btf | raw_tp (bpf.mechanism, --bpf.mechanism).

@@ -124,11 +124,22 @@ TEST_F(BpfCollectorTest, StagesPerDeviceAndOp) {
   EXPECT_DOUBLE_EQ(dev->histogram.sample_sum, 200e-6);
   // Cumulative: 0 below 100 us, 2 from the bucket holding it on, +Inf last.
   const auto& b = dev->histogram.bucket;
-  ASSERT_EQ(b.size(), size_t(NVMEOF_HIST_BUCKETS));  // every fine bound + +Inf
+  ASSERT_EQ(b.size(), 17u);  // the default 16 classic bounds + +Inf
   EXPECT_TRUE(std::isinf(b.back().upper_bound));
   for (const auto& bucket : b) {
     EXPECT_EQ(bucket.cumulative_count, bucket.upper_bound > 100e-6 ? 2u : 0u) << bucket.upper_bound;
   }
+  // Native buckets beside it (bpf.protobuf_histograms: native): 100 us is native bucket -106.
+  const auto* fam = sink.Find("nvmeof_block_stage_latency_seconds");
+  size_t fi = 0, mi = 0;
+  while (&sink.families()[fi] != fam) ++fi;
+  while (&fam->metric[mi] != dev) ++mi;
+  const NativeHistogram* native = sink.NativeOf(fi, mi);
+  ASSERT_TRUE(native);
+  EXPECT_FALSE(native->with_classic);
+  ASSERT_EQ(native->positive_span.size(), 1u);
+  EXPECT_EQ(native->positive_span[0].offset, -106);
+  EXPECT_EQ(native->positive_delta, (std::vector<std::int64_t>{2}));
   EXPECT_TRUE(FindSeries(sink, "nvmeof_block_stage_latency_seconds", {{"stage", "queue"}}));
   auto* total = FindSeries(sink, "nvmeof_block_latency_seconds", {{"device", "vda"}});
   ASSERT_TRUE(total);

@@ -45,6 +45,8 @@ TEST(OptionsYaml, MessagesAreExact) {
   EXPECT_EQ(ConfigError("bpf: {buckets: [0.001, 0.0001]}"),
             "c.yml: bpf.buckets[1]: expected a positive number of seconds, larger than the one "
             "before");
+  EXPECT_EQ(ConfigError("bpf: {protobuf_histograms: sparse}"),
+            "c.yml: bpf.protobuf_histograms: \"sparse\" is not one of native, classic, both");
   EXPECT_EQ(ConfigError("bpf: {block_devices: {exclude: \"(\"}}")
                 .rfind("c.yml: bpf.block_devices.exclude: invalid regular expression \"(\": ", 0),
             0u);

@@ -81,6 +81,28 @@ TEST(WebServer, GzipWhenAsked) {
   EXPECT_EQ(Get(server.port(), "/metrics").find("Content-Encoding"), std::string::npos);
 }
 
+TEST(WebServer, ProtobufWhenAcceptAsksForIt) {
+  const std::string body(10000, 'p');
+  WebServer server(LoopbackOptions(), {},
+                   [&](double, bool protobuf) { return protobuf ? body : std::string("up 1\n"); });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
+  const std::string accept =
+      "Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+      "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2\r\n";
+  const auto reply = Get(server.port(), "/metrics", accept + "Accept-Encoding: gzip\r\n");
+  EXPECT_NE(reply.find("Content-Type: application/vnd.google.protobuf; "
+                       "proto=io.prometheus.client.MetricFamily; encoding=delimited"),
+            std::string::npos)
+      << reply.substr(0, 400);
+  ASSERT_NE(reply.find("Content-Encoding: gzip"), std::string::npos);
+  EXPECT_EQ(Gunzip(reply.substr(reply.find("\r\n\r\n") + 4)), body);
+  const auto text = Get(server.port(), "/metrics", "Accept: text/plain;version=0.0.4\r\n");
+  EXPECT_NE(text.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  EXPECT_NE(text.find("\r\n\r\nup 1\n"), std::string::npos);
+}
+
 TEST(WebServer, ConcurrentScrapesPastTheCapGet503) {
   std::mutex mu;
   std::condition_variable cv;

@@ -1,0 +1,27 @@
+// The protobuf exposition format: length-delimited io.prometheus.client.MetricFamily messages
+// (schema compiled at build time from Debian's golang-github-prometheus-client-model-dev).
+// It is the only format that carries native histograms; see MetricSink's NativeHistogram.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "collectors/base/metric_sink.h"
+
+namespace nvmeof {
+
+inline constexpr char kProtobufContentType[] =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+    "encoding=delimited";
+
+// Every family of `sink`, in order, as varint-length-prefixed MetricFamily messages. Histograms
+// with native buckets carry schema, zero bucket, spans and deltas, and their classic buckets
+// only if NativeHistogram::with_classic; the others carry their classic buckets.
+std::string SerializeProtobuf(const MetricSink& sink);
+
+// Whether an HTTP Accept header prefers the delimited MetricFamily protobuf format over text:
+// it lists application/vnd.google.protobuf with proto=io.prometheus.client.MetricFamily and
+// encoding=delimited, at a q not below that of text/plain (or */*).
+bool PrefersProtobuf(const char* accept);
+
+}  // namespace nvmeof
