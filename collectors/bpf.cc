@@ -137,15 +137,15 @@ class BpfCollector : public Collector {
       const std::string op(BlockOpName(s.op));
       out.Counter("nvmeof_block_requests_total",
                   "Block requests completed, every one (not sampled).",
-                  {{"device", *name}, {"op", op}}, static_cast<double>(s.hist.requests));
+                  {{"disk", *name}, {"op", op}}, static_cast<double>(s.hist.requests));
       for (std::uint32_t st : {NVMEOF_STAGE_QUEUE, NVMEOF_STAGE_DEVICE}) {
         if (!StageTimed(st)) continue;
         out.Histogram("nvmeof_block_stage_latency_seconds", kHelpStage,
-                      {{"device", *name}, {"op", op}, {"stage", std::string(BlockStageName(st))}},
+                      {{"disk", *name}, {"op", op}, {"stage", std::string(BlockStageName(st))}},
                       bounds, layout_.Cumulative(s.hist.buckets[st]), s.hist.count[st],
                       static_cast<double>(s.hist.sum_ns[st]) / 1e9, Native(s.hist.buckets[st]));
       }
-      out.Histogram("nvmeof_block_latency_seconds", kHelpTotal, {{"device", *name}, {"op", op}},
+      out.Histogram("nvmeof_block_latency_seconds", kHelpTotal, {{"disk", *name}, {"op", op}},
                     bounds, layout_.Cumulative(s.hist.buckets[NVMEOF_STAGE_TOTAL]),
                     s.hist.count[NVMEOF_STAGE_TOTAL],
                     static_cast<double>(s.hist.sum_ns[NVMEOF_STAGE_TOTAL]) / 1e9,
@@ -234,7 +234,7 @@ class BpfCollector : public Collector {
                   {"transport", transport},
                   {"op", std::string(BlockOpName(k.op))},
                   {"controller", it->second->controller},
-                  {"device", it->second->device}};
+                  {"nvme_namespace", it->second->device}};
       } else {
         auto nqn = names.find(k.id);
         if (nqn == names.end() || nqn->second.empty()) {
@@ -250,8 +250,8 @@ class BpfCollector : public Collector {
         labels = {{"role", "target"},
                   {"transport", transport},
                   {"op", std::string(BlockOpName(k.op))},
-                  {"subsystem", nqn->second},
-                  {"port", std::to_string(k.port)}};
+                  {"nqn", nqn->second},
+                  {"nvmet_port", std::to_string(k.port)}};
       }
       if (k.size) labels.push_back({"size", std::string(SizeClassName(k.size))});
       std::map<Labels, HistSum>* into = &commands;

@@ -175,8 +175,8 @@ class NvmeHostCollector : public Collector {
       subsysnqn_of[subsys] = nqn;
       out.Gauge("nvmeof_subsystem_info",
                 "NVMe subsystem seen by this host (sysfs class nvme-subsystem); value 1",
-                {{"subsystem", subsys},
-                 {"subsysnqn", nqn},
+                {{"nvme_subsystem", subsys},
+                 {"nqn", nqn},
                  {"subsystype", ReadFileOr(dir + "/subsystype")},
                  {"iopolicy", ReadFileOr(dir + "/iopolicy")},
                  {"model", ReadFileOr(dir + "/model")},
@@ -198,14 +198,14 @@ class NvmeHostCollector : public Collector {
     out.Gauge("nvmeof_namespace_info",
               "NVMe namespace block device on this host (multipath head, or the namespace "
               "itself without native multipath); value 1",
-              {{"subsystem", subsys},
-               {"namespace", ns},
+              {{"nvme_subsystem", subsys},
+               {"nvme_namespace", ns},
                {"nsid", ReadFileOr(dir + "/nsid")},
-               {"subsysnqn", nqn}},
+               {"nqn", nqn}},
               1);
     if (auto sectors = ReadU64(dir + "/size")) {
-      out.Gauge("nvmeof_namespace_size_bytes", "Namespace capacity in bytes", {{"namespace", ns}},
-                static_cast<double>(*sectors) * 512.0);
+      out.Gauge("nvmeof_namespace_size_bytes", "Namespace capacity in bytes",
+                {{"nvme_namespace", ns}}, static_cast<double>(*sectors) * 512.0);
     } else {
       out.Skip();
     }
@@ -224,10 +224,10 @@ class NvmeHostCollector : public Collector {
                {"host_traddr", addr.host_traddr},
                {"host_iface", addr.host_iface},
                {"src_addr", addr.src_addr},
-               {"subsysnqn", ReadFileOr(dir + "/subsysnqn")},
+               {"nqn", ReadFileOr(dir + "/subsysnqn")},
                {"hostnqn", ReadFileOr(dir + "/hostnqn")},
                {"cntlid", ReadFileOr(dir + "/cntlid")},
-               {"subsystem", subsys}},
+               {"nvme_subsystem", subsys}},
               1);
     const Labels base = {{"controller", ctrl}};
     out.OneHot("nvmeof_controller_state",
@@ -272,7 +272,7 @@ class NvmeHostCollector : public Collector {
           out.OneHot("nvmeof_path_ana_state",
                      "ANA state of a multipath path, one-hot (optimized, non-optimized, "
                      "inaccessible, persistent-loss, change, invalid)",
-                     {{"controller", ctrl}, {"namespace", head}, {"path", entry}}, kAnaStates,
+                     {{"controller", ctrl}, {"nvme_namespace", head}, {"path", entry}}, kAnaStates,
                      ReadFile(sub + "/ana_state"));
         }
       } else if (IsNamespace(entry) && IsDir(sub)) {
@@ -288,7 +288,7 @@ class NvmeHostCollector : public Collector {
     out.Gauge("nvmeof_path_info",
               "Path of a namespace through a controller (path = hidden per-controller block "
               "device nvmeXcYnZ, or the namespace itself without multipath); value 1",
-              {{"controller", ctrl}, {"namespace", ns}, {"path", path}}, 1);
+              {{"controller", ctrl}, {"nvme_namespace", ns}, {"path", path}}, 1);
   }
 
   Paths paths_;

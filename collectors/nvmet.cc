@@ -50,7 +50,7 @@ class NvmetCollector : public Collector {
       if (!IsDir(dir)) continue;
       out.Gauge("nvmeof_target_subsystem_info",
                 "NVMe target subsystem configured in nvmet (configfs); value 1",
-                {{"subsystem", nqn},
+                {{"nqn", nqn},
                  {"serial", ReadFileOr(dir + "/attr_serial")},
                  {"model", ReadFileOr(dir + "/attr_model")},
                  {"version", ReadFileOr(dir + "/attr_version")},
@@ -63,7 +63,7 @@ class NvmetCollector : public Collector {
         if (device_path == "(null)") device_path.clear();  // printed when never set
         out.Gauge("nvmeof_target_namespace_info",
                   "Namespace of a target subsystem and its backing device; value 1",
-                  {{"subsystem", nqn},
+                  {{"nqn", nqn},
                    {"nsid", nsid},
                    {"device_path", device_path},
                    {"device_uuid", ReadFileOr(ns + "/device_uuid")},
@@ -73,7 +73,7 @@ class NvmetCollector : public Collector {
         if (enabled && *enabled <= 1) {
           out.Gauge("nvmeof_target_namespace_enabled",
                     "1 if the namespace is enabled (served to hosts), 0 if disabled",
-                    {{"subsystem", nqn}, {"nsid", nsid}}, static_cast<double>(*enabled));
+                    {{"nqn", nqn}, {"nsid", nsid}}, static_cast<double>(*enabled));
         } else {
           out.Skip();
         }
@@ -82,7 +82,7 @@ class NvmetCollector : public Collector {
         out.Gauge("nvmeof_target_allowed_host",
                   "Host NQN allowed to connect to the subsystem (allowed_hosts); value 1. "
                   "See allow_any_host in nvmeof_target_subsystem_info",
-                  {{"subsystem", nqn}, {"host", host}}, 1);
+                  {{"nqn", nqn}, {"hostnqn", host}}, 1);
       }
     }
   }
@@ -94,7 +94,7 @@ class NvmetCollector : public Collector {
       if (!AllDigits(port) || !IsDir(dir)) continue;
       out.Gauge("nvmeof_target_port_info",
                 "NVMe target port (listener): transport and address; value 1",
-                {{"port", port},
+                {{"nvmet_port", port},
                  {"trtype", ReadFileOr(dir + "/addr_trtype")},
                  {"traddr", ReadFileOr(dir + "/addr_traddr")},
                  {"trsvcid", ReadFileOr(dir + "/addr_trsvcid")},
@@ -103,13 +103,13 @@ class NvmetCollector : public Collector {
       for (const auto& nqn : ListDir(dir + "/subsystems")) {
         out.Gauge("nvmeof_target_port_subsystem",
                   "Subsystem exported on a target port (ports/<id>/subsystems link); value 1",
-                  {{"port", port}, {"subsystem", nqn}}, 1);
+                  {{"nvmet_port", port}, {"nqn", nqn}}, 1);
       }
       for (const auto& group : ListDir(dir + "/ana_groups")) {
         if (!AllDigits(group)) continue;
         out.OneHot("nvmeof_target_ana_group_state",
                    "ANA state the target reports for an ANA group on a port, one-hot",
-                   {{"port", port}, {"group", group}}, kAnaStates,
+                   {{"nvmet_port", port}, {"group", group}}, kAnaStates,
                    ReadFile(dir + "/ana_groups/" + group + "/ana_state"));
       }
     }

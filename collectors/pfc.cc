@@ -38,41 +38,41 @@ enum Family {
 struct FamilyInfo {
   const char* name;
   const char* help;
-  const char* label;  // "direction" or "severity"
+  const char* label;  // "direction" or "level"
 };
 
 // Indexed by Family.
 constexpr FamilyInfo kFamilies[] = {
-    {"rdma_pfc_pause_frames_total",
+    {"nvmeof_rdma_pfc_pause_frames_total",
      "PFC (802.1Qbb) pause frames per priority, from the driver's ethtool statistics "
      "(mlx5 rx/tx_prioN_pause, bnxt_en rx/tx_pfc_ena_frames_priN, ice XOFF frames only).",
      "direction"},
-    {"rdma_pfc_pause_seconds_total",
+    {"nvmeof_rdma_pfc_pause_seconds_total",
      "Time paused by PFC per priority: rx = the peer paused our transmission, tx = we paused "
      "the peer (mlx5 *_pause_duration, bnxt_en *_duration_us; microseconds in the driver).",
      "direction"},
-    {"rdma_pfc_pause_transitions_total",
+    {"nvmeof_rdma_pfc_pause_transitions_total",
      "PFC pause state transitions per priority (mlx5 rx_prioN_pause_transition, bnxt_en "
      "pfc_priN_{rx,tx}_transitions).",
      "direction"},
-    {"rdma_link_pause_frames_total",
+    {"nvmeof_rdma_link_pause_frames_total",
      "Link-level (802.3x global) pause frames (mlx5 *_global_pause, ice link_xoff_*.nic, "
      "bnxt_en *_pause_frames).",
      "direction"},
-    {"rdma_link_pause_seconds_total",
+    {"nvmeof_rdma_link_pause_seconds_total",
      "Time paused by link-level (802.3x) pause (mlx5 *_global_pause_duration).", "direction"},
-    {"rdma_link_pause_transitions_total",
+    {"nvmeof_rdma_link_pause_transitions_total",
      "Link-level (802.3x) pause state transitions (mlx5 rx_global_pause_transition).", "direction"},
-    {"rdma_pause_storm_events_total",
+    {"nvmeof_rdma_pause_storm_events_total",
      "Pause storm events: the NIC sent pause frames continuously past the stall watermark "
      "(warning) or the critical one, after which it stops honouring them (error) "
      "(mlx5 tx_pause_storm_{warning,error}_events).",
-     "severity"},
-    {"rdma_phy_discards_total",
+     "level"},
+    {"nvmeof_rdma_phy_discards_total",
      "Packets discarded at the physical port (mlx5 *_discards_phy, ice rx_dropped.nic, bnxt_en "
      "*_stat_discard).",
      "direction"},
-    {"rdma_priority_discards_total",
+    {"nvmeof_rdma_priority_discards_total",
      "Received packets discarded per priority at the port (mlx5 rx_prioN_discards).", "direction"},
 };
 
@@ -227,7 +227,7 @@ class PfcCollector : public Collector {
       readable = true;
       const std::set<std::string> none = {""};
       for (const auto& device : devices.empty() ? none : devices) {
-        out.Gauge("rdma_netdev_info",
+        out.Gauge("nvmeof_rdma_netdev_info",
                   "Driver of a netdev carrying RDMA traffic (ETHTOOL_GDRVINFO), value 1; "
                   "rdma_device is empty for netdevs added by the netdev include filter.",
                   {{"netdev", netdev},
@@ -284,19 +284,19 @@ class PfcCollector : public Collector {
   // pause counters on mlx5 and ice, and one family fed from two sources would clash.
   static void EmitDcb(const std::string& netdev, const IeeePfc& pfc, MetricSink& out) {
     for (int p = 0; p < 8; ++p) {
-      out.Gauge("rdma_dcb_pfc_enabled",
+      out.Gauge("nvmeof_rdma_dcb_pfc_enabled",
                 "1 if PFC is enabled on the priority (DCB netlink IEEE PFC pfc_en), else 0.",
                 {{"netdev", netdev}, {"priority", kPriorities[p]}}, (pfc.pfc_en >> p) & 1);
     }
     for (int p = 0; p < 8; ++p) {
-      out.Counter("rdma_dcb_pfc_requests_total",
+      out.Counter("nvmeof_rdma_dcb_pfc_requests_total",
                   "PFC frames sent per priority, asking the peer to pause (DCB netlink IEEE PFC "
                   "requests).",
                   {{"netdev", netdev}, {"priority", kPriorities[p]}},
                   static_cast<double>(pfc.requests[p]));
     }
     for (int p = 0; p < 8; ++p) {
-      out.Counter("rdma_dcb_pfc_indications_total",
+      out.Counter("nvmeof_rdma_dcb_pfc_indications_total",
                   "PFC frames received per priority, the peer pausing us (DCB netlink IEEE PFC "
                   "indications).",
                   {{"netdev", netdev}, {"priority", kPriorities[p]}},

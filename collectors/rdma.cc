@@ -38,7 +38,7 @@ constexpr StateName kPhysStates[] = {
     {"LinkUp", "LinkUp"},     {"LinkErrorRecovery", "LinkErrorRecovery"},
     {"Phy Test", "Phy Test"}};
 
-// counters/ files with their own metric; every other file goes to rdma_port_counters_total.
+// counters/ files with their own metric; every other file goes to nvmeof_rdma_port_counters_total.
 struct PortCounter {
   std::string_view file;
   std::string_view metric;
@@ -47,19 +47,21 @@ struct PortCounter {
 };
 constexpr PortCounter kPortCounters[] = {
     // PortXmitData/PortRcvData count 4-byte words (IBA PortCounters), not bytes.
-    {"port_xmit_data", "rdma_port_transmit_bytes_total", "Bytes transmitted on the port (PMA).", 4},
-    {"port_rcv_data", "rdma_port_receive_bytes_total", "Bytes received on the port (PMA).", 4},
-    {"port_xmit_packets", "rdma_port_transmit_packets_total",
+    {"port_xmit_data", "nvmeof_rdma_port_transmit_bytes_total",
+     "Bytes transmitted on the port (PMA).", 4},
+    {"port_rcv_data", "nvmeof_rdma_port_receive_bytes_total", "Bytes received on the port (PMA).",
+     4},
+    {"port_xmit_packets", "nvmeof_rdma_port_transmit_packets_total",
      "Packets transmitted on the port (PMA).", 1},
-    {"port_rcv_packets", "rdma_port_receive_packets_total", "Packets received on the port (PMA).",
-     1},
-    {"unicast_xmit_packets", "rdma_port_unicast_transmit_packets_total",
+    {"port_rcv_packets", "nvmeof_rdma_port_receive_packets_total",
+     "Packets received on the port (PMA).", 1},
+    {"unicast_xmit_packets", "nvmeof_rdma_port_unicast_transmit_packets_total",
      "Unicast packets transmitted on the port (PMA).", 1},
-    {"unicast_rcv_packets", "rdma_port_unicast_receive_packets_total",
+    {"unicast_rcv_packets", "nvmeof_rdma_port_unicast_receive_packets_total",
      "Unicast packets received on the port (PMA).", 1},
-    {"multicast_xmit_packets", "rdma_port_multicast_transmit_packets_total",
+    {"multicast_xmit_packets", "nvmeof_rdma_port_multicast_transmit_packets_total",
      "Multicast packets transmitted on the port (PMA).", 1},
-    {"multicast_rcv_packets", "rdma_port_multicast_receive_packets_total",
+    {"multicast_rcv_packets", "nvmeof_rdma_port_multicast_receive_packets_total",
      "Multicast packets received on the port (PMA).", 1},
 };
 
@@ -121,8 +123,8 @@ class RdmaCollector : public Collector {
     auto attr = [&](const char* name) { return ReadFile(dir + "/" + name).value_or(""); };
     std::string node_type = attr("node_type");
     if (auto parsed = ParseNumberedName(node_type)) node_type = *parsed;
-    out.Gauge("rdma_device_info", "RDMA device metadata; value is always 1.",
-              {{"device", dev},
+    out.Gauge("nvmeof_rdma_device_info", "RDMA device metadata; value is always 1.",
+              {{"rdma_device", dev},
                {"node_type", node_type},
                {"hca_type", attr("hca_type")},
                {"fw_ver", attr("fw_ver")},
@@ -150,26 +152,29 @@ class RdmaCollector : public Collector {
     std::vector<std::string> netdevs = PortNetdevs(dir);
     if (netdevs.empty()) netdevs.push_back("");
     for (const auto& netdev : netdevs) {
-      out.Gauge("rdma_port_info",
+      out.Gauge("nvmeof_rdma_port_info",
                 "RDMA port metadata with the netdev it is bound to (\"\" for none); value is "
                 "always 1.",
-                {{"device", dev}, {"port", port}, {"netdev", netdev}, {"link_layer", link_layer}},
+                {{"rdma_device", dev},
+                 {"rdma_port", port},
+                 {"netdev", netdev},
+                 {"link_layer", link_layer}},
                 1);
     }
 
-    EmitOneHot(dir + "/state", "rdma_port_state",
+    EmitOneHot(dir + "/state", "nvmeof_rdma_port_state",
                "Logical port state (one-hot): ACTIVE means the port can carry traffic.",
                kPortStates, dev, port, out);
-    EmitOneHot(dir + "/phys_state", "rdma_port_phys_state",
+    EmitOneHot(dir + "/phys_state", "nvmeof_rdma_port_phys_state",
                "Physical port state (one-hot): LinkUp means the link is up.", kPhysStates, dev,
                port, out);
 
     auto rate = ReadFile(dir + "/rate");
     auto bytes_per_second = rate ? ParseRateBytesPerSecond(*rate) : std::nullopt;
     if (bytes_per_second) {
-      out.Gauge("rdma_port_rate_bytes_per_second",
+      out.Gauge("nvmeof_rdma_port_rate_bytes_per_second",
                 "Active port rate as reported by sysfs (width x lane speed), in bytes/s.",
-                {{"device", dev}, {"port", port}}, *bytes_per_second);
+                {{"rdma_device", dev}, {"rdma_port", port}}, *bytes_per_second);
     } else {
       out.Skip();
     }
@@ -189,7 +194,7 @@ class RdmaCollector : public Collector {
                   const std::string& port, MetricSink& out) {
     auto text = ReadFile(path);
     auto current = text ? ParseNumberedName(*text) : std::nullopt;
-    out.OneHot(metric, help, {{"device", dev}, {"port", port}}, states, current,
+    out.OneHot(metric, help, {{"rdma_device", dev}, {"rdma_port", port}}, states, current,
                /*unknown_all_zero=*/true);
   }
 
@@ -207,12 +212,12 @@ class RdmaCollector : public Collector {
         if (c.file == name) known = &c;
       }
       if (known) {
-        out.Counter(known->metric, known->help, {{"device", dev}, {"port", port}},
+        out.Counter(known->metric, known->help, {{"rdma_device", dev}, {"rdma_port", port}},
                     static_cast<double>(*value) * known->scale);
       } else {
-        out.Counter("rdma_port_counters_total",
+        out.Counter("nvmeof_rdma_port_counters_total",
                     "IB PMA port counters (errors, discards, waits) by sysfs file name.",
-                    {{"device", dev}, {"port", port}, {"counter", name}},
+                    {{"rdma_device", dev}, {"rdma_port", port}, {"counter", name}},
                     static_cast<double>(*value));
       }
     }
@@ -226,8 +231,8 @@ class RdmaCollector : public Collector {
         out.Skip();
         continue;
       }
-      out.Counter("rdma_hw_counters_total", kHwCounterHelp,
-                  {{"device", dev}, {"port", port}, {"counter", name}},
+      out.Counter("nvmeof_rdma_hw_counters_total", kHwCounterHelp,
+                  {{"rdma_device", dev}, {"rdma_port", port}, {"counter", name}},
                   static_cast<double>(*value));
     }
     if (!stable_names) return;
@@ -236,7 +241,7 @@ class RdmaCollector : public Collector {
         auto it = counters.find(std::string(source.counter));
         if (it == counters.end()) continue;
         if (it->second) {
-          out.Counter(stable.metric, stable.help, {{"device", dev}, {"port", port}},
+          out.Counter(stable.metric, stable.help, {{"rdma_device", dev}, {"rdma_port", port}},
                       static_cast<double>(*it->second));
         } else {
           out.Skip();

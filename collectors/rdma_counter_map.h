@@ -3,8 +3,8 @@
 // Every driver names the same event differently (mlx5 np_cnp_sent, irdma cnpSent, bnxt_re
 // tx_cnp_pkts) and drivers rename counters between kernel versions (bnxt_re to_retransmits ->
 // local_ack_timeout_err). Dashboards and alerts use these stable names; the raw name is always
-// kept in rdma_hw_counters_total{counter=...} as well, so nothing is lost when a driver invents
-// a new one.
+// kept in nvmeof_rdma_hw_counters_total{counter=...} as well, so nothing is lost when a driver
+// invents a new one.
 #pragma once
 
 #include <string_view>
@@ -18,7 +18,7 @@ struct HwCounterSource {
 };
 
 struct StableHwCounter {
-  std::string_view metric;  // counter family name, e.g. rdma_cnp_sent_total
+  std::string_view metric;  // counter family name, e.g. nvmeof_rdma_cnp_sent_total
   std::string_view help;
   // Priority order. If a device has several of these files, the first one present wins and the
   // others only appear in the generic family, so no series is emitted twice.

@@ -124,10 +124,10 @@ class RdmaNetlinkCollector : public Collector {
     for (const auto& d : devices) {
       if (!devices_.Allows(d.name)) continue;
       wanted.insert(d.index);
-      out.Gauge("rdma_netlink_device_info",
+      out.Gauge("nvmeof_rdma_netlink_device_info",
                 "RDMA device seen over netlink, with its protocol (roce, ib, iw; \"\" on kernels "
                 "before 5.9); value is always 1.",
-                {{"device", d.name}, {"protocol", d.protocol}}, 1);
+                {{"rdma_device", d.name}, {"protocol", d.protocol}}, 1);
       CollectPorts(s, d, out);
       if (o_.per_qp) CollectQps(s, d, out);
     }
@@ -152,9 +152,9 @@ class RdmaNetlinkCollector : public Collector {
       auto msgs = s.Call({RDMA_NLDEV_CMD_PORT_GET, false, d.index, port, {}, {}}, &err);
       rdmanl::Port info;
       if (!err && msgs.size() == 1 && rdmanl::DecodePort(msgs[0], &info) && info.port == port) {
-        out.Gauge("rdma_netlink_port_info",
+        out.Gauge("nvmeof_rdma_netlink_port_info",
                   "RDMA port seen over netlink with its netdev (\"\" for none); value is always 1.",
-                  {{"device", d.name}, {"port", p}, {"netdev", info.netdev}}, 1);
+                  {{"rdma_device", d.name}, {"rdma_port", p}, {"netdev", info.netdev}}, 1);
       } else {
         out.Skip();
       }
@@ -197,10 +197,10 @@ class RdmaNetlinkCollector : public Collector {
     const std::string p = std::to_string(port);
     for (const auto& c : counters) {
       if (!c.optional_enabled) continue;  // not an optional counter: always on
-      out.Gauge("rdma_netlink_optional_counter_enabled",
+      out.Gauge("nvmeof_rdma_netlink_optional_stat_enabled",
                 "Optional RDMA counter (5.16+, e.g. mlx5 cc_rx_ce_pkts): 1 if enabled on the "
                 "port, 0 if it exists but is off (`rdma statistic mode supported`).",
-                {{"device", d.name}, {"port", p}, {"counter", c.name}},
+                {{"rdma_device", d.name}, {"rdma_port", p}, {"counter", c.name}},
                 *c.optional_enabled ? 1 : 0);
     }
   }
@@ -258,8 +258,8 @@ class RdmaNetlinkCollector : public Collector {
         out.Skip();
         continue;
       }
-      out.Counter("rdma_netlink_port_stat_total", kPortStatHelp,
-                  {{"device", d.name}, {"port", p}, {"counter", c.name}},
+      out.Counter("nvmeof_rdma_netlink_port_stat_total", kPortStatHelp,
+                  {{"rdma_device", d.name}, {"rdma_port", p}, {"counter", c.name}},
                   static_cast<double>(*c.value));
     }
   }
@@ -279,10 +279,10 @@ class RdmaNetlinkCollector : public Collector {
       seen.insert(r.dev_index);
       out.Skip(r.bad_entries);
       for (const auto& [type, count] : r.counts) {
-        out.Gauge("rdma_resources",
+        out.Gauge("nvmeof_rdma_resources",
                   "RDMA resources in use on the device by type (qp, cq, mr, pd, cm_id, ctx, "
                   "srq): what `rdma resource show` prints.",
-                  {{"device", r.dev_name}, {"type", type}}, static_cast<double>(count));
+                  {{"rdma_device", r.dev_name}, {"type", type}}, static_cast<double>(count));
       }
     }
     // A device whose summary never came (error or budget) costs one skipped series.
@@ -325,13 +325,13 @@ class RdmaNetlinkCollector : public Collector {
       // rdma_cm creates the QPs of its ids, so the QP's own owner is "rdma_cm"; the id's owner
       // is the ULP that asked for the connection (nvme_rdma, nvmet_rdma).
       const std::string& owner = cm && !cm->owner.empty() ? cm->owner : q.owner;
-      out.Gauge("rdma_netlink_qp_info",
+      out.Gauge("nvmeof_rdma_netlink_qp_info",
                 "RDMA queue pair (per-QP mode): owner is the kernel module of its rdma_cm id "
                 "(nvme_rdma: NVMe-oF host queue, nvmet_rdma: target queue), else of the QP "
                 "(ib_core, rdma_cm) or \"user\"; src/dst are the rdma_cm addresses; value is "
                 "always 1.",
-                {{"device", d.name},
-                 {"port", std::to_string(q.port)},
+                {{"rdma_device", d.name},
+                 {"rdma_port", std::to_string(q.port)},
                  {"qpn", std::to_string(q.lqpn)},
                  {"type", q.type ? rdmanl::QpTypeName(*q.type) : ""},
                  {"state", q.state ? rdmanl::QpStateName(*q.state) : ""},
@@ -354,10 +354,13 @@ class RdmaNetlinkCollector : public Collector {
       for (auto qpn : c.qpns) {
         if (!QpBudget(out)) continue;
         out.Gauge(
-            "rdma_netlink_qp_counter_binding",
-            "QP bound to a counter set (per-QP mode); join with rdma_netlink_qp_info on "
+            "nvmeof_rdma_netlink_qp_bound",
+            "QP bound to a counter set (per-QP mode); join with nvmeof_rdma_netlink_qp_info on "
             "qpn; value is always 1.",
-            {{"device", d.name}, {"port", port}, {"counter_id", id}, {"qpn", std::to_string(qpn)}},
+            {{"rdma_device", d.name},
+             {"rdma_port", port},
+             {"counter_id", id},
+             {"qpn", std::to_string(qpn)}},
             1);
       }
       for (const auto& hc : c.counters) {
@@ -366,8 +369,11 @@ class RdmaNetlinkCollector : public Collector {
           continue;
         }
         if (!QpBudget(out)) continue;
-        out.Counter("rdma_netlink_qp_stat_total", kQpStatHelp,
-                    {{"device", d.name}, {"port", port}, {"counter_id", id}, {"counter", hc.name}},
+        out.Counter("nvmeof_rdma_netlink_qp_stat_total", kQpStatHelp,
+                    {{"rdma_device", d.name},
+                     {"rdma_port", port},
+                     {"counter_id", id},
+                     {"counter", hc.name}},
                     static_cast<double>(*hc.value));
       }
     }

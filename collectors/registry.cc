@@ -23,8 +23,10 @@ const std::vector<CollectorInfo>& AllCollectors() {
        ParseSection<NvmeHostOptions, &CollectorOptions::nvme_host, ParseNvmeHostOptions>},
       {"nvmet", true, "NVMe target subsystems, namespaces, ports and hosts (configfs)",
        NewNvmetCollector, nullptr},
-      {"tcp", true, "TCP retransmits, timeouts and ECN counters (procfs)", NewTcpCollector,
-       nullptr},
+      {"tcp", true,
+       "NVMe/TCP connections and their retransmits (sock_diag); node-wide TCP counters (procfs) "
+       "with tcp.node_counters",
+       NewTcpCollector, ParseSection<TcpOptions, &CollectorOptions::tcp, ParseTcpOptions>},
       {"bpf", true, "eBPF block-layer stage latency (queue, device, end to end)", NewBpfCollector,
        ParseSection<BpfOptions, &CollectorOptions::bpf, ParseBpfOptions>},
       {"rdma_netlink", true,

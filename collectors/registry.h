@@ -13,6 +13,7 @@
 #include "collectors/pfc.h"
 #include "collectors/rdma.h"
 #include "collectors/rdma_netlink.h"
+#include "collectors/tcp.h"
 
 namespace YAML {
 class Node;
@@ -29,6 +30,7 @@ struct CollectorOptions {
   NvmeHostOptions nvme_host;
   BpfOptions bpf;
   RdmaNetlinkOptions rdma_netlink;
+  TcpOptions tcp;
 };
 
 std::unique_ptr<Collector> NewRdmaCollector(const CollectorOptions& options);      // rdma.cc

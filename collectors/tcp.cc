@@ -1,4 +1,6 @@
-// tcp: node-wide TCP retransmit, timeout and ECN counters from procfs.
+// tcp: per NVMe/TCP connection counts and retransmits (sock_diag, always), and with
+// `tcp: {node_counters: true}` node-wide TCP retransmit, timeout and ECN counters from procfs
+// (off by default: node_exporter's netstat collector serves the same numbers).
 //   <procfs>/net/snmp     "Tcp:" header/value line pairs (RetransSegs, OutSegs, ...)
 //   <procfs>/net/netstat  "TcpExt:" / "IpExt:" pairs (TCPTimeouts, InCEPkts, ...)
 //   <procfs>/net/snmp6    "Ip6InCEPkts  N" lines (IPv6 ECN; absent without IPv6)
@@ -24,6 +26,7 @@
 #include "collectors/base/fd.h"
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
+#include "collectors/base/yaml.h"
 #include "collectors/kernel/proc_net.h"
 #include "collectors/kernel/sock_diag.h"
 #include "collectors/registry.h"
@@ -302,7 +305,7 @@ void CollectConnections(MetricSink& out, const Paths& paths) {
     st.retransmits += sock.total_retrans;
   }
   for (const auto& [key, s] : stats) {
-    Labels l = {{"role", key.first}, {"port", std::to_string(key.second)}};
+    Labels l = {{"role", key.first}, {"tcp_port", std::to_string(key.second)}};
     out.Gauge("nvmeof_tcp_connections",
               "Open NVMe/TCP connections (sock_diag) by role (host: remote port is an NVMe/TCP "
               "port; target: local port is) and NVMe/TCP port",
@@ -317,11 +320,21 @@ void CollectConnections(MetricSink& out, const Paths& paths) {
 class TcpCollector : public Collector {
  public:
   explicit TcpCollector(const CollectorOptions& options)
-      : paths_(options.paths), net_(options.paths.procfs + "/net") {}
+      : paths_(options.paths),
+        net_(options.paths.procfs + "/net"),
+        node_counters_(options.tcp.node_counters) {}
 
   std::string_view Name() const override { return "tcp"; }
 
   bool Collect(MetricSink& out) override {
+    bool ok = true;
+    if (node_counters_) ok = CollectNodeCounters(out);
+    CollectConnections(out, paths_);
+    return ok;
+  }
+
+ private:
+  bool CollectNodeCounters(MetricSink& out) {
     NetStatTable t;
     // snmp and netstat exist whenever procfs is mounted: missing ones mean a wrong
     // --path.procfs or a broken mount, so the collector reports failure.
@@ -358,16 +371,21 @@ class TcpCollector : public Collector {
         out.Gauge(s.metric, s.help, s.labels, static_cast<double>(*v));
       }
     }
-    CollectConnections(out, paths_);
     return ok;
   }
 
- private:
   Paths paths_;
   std::string net_;
+  bool node_counters_;
 };
 
 }  // namespace
+
+bool ParseTcpOptions(const YAML::Node& node, TcpOptions* o, std::string* error) {
+  if (!CheckKeys(node, "tcp", {"node_counters"}, error)) return false;
+  return !node["node_counters"] ||
+         ReadBool(node["node_counters"], "tcp.node_counters", &o->node_counters, error);
+}
 
 std::unique_ptr<Collector> NewTcpCollector(const CollectorOptions& options) {
   return std::make_unique<TcpCollector>(options);

@@ -25,14 +25,23 @@ class Dashboard:
         self.next_id, self.x, self.y, self.row_h = 1, 0, 0, 0
 
     # --- template variables
-    def var(self, name, label, query, multi=True, regex=""):
+    def var(self, name, label, query, multi=True, regex="", all_value=".*"):
+        # multi=False: single-select without "All"; Grafana selects the first value.
         self.variables.append({
             "name": name, "label": label, "type": "query", "datasource": DS,
             "query": {"query": query, "refId": "var_" + name}, "definition": query,
-            "refresh": 2, "regex": regex, "sort": 1, "multi": multi, "includeAll": True,
-            "allValue": ".*", "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+            "refresh": 2, "regex": regex, "sort": 1, "multi": multi, "includeAll": multi,
+            "allValue": all_value if multi else None,
+            "current": ({"selected": True, "text": ["All"], "value": ["$__all"]} if multi else {}),
             "hide": 0, "options": [],
         })
+
+    def fleet_vars(self):
+        """job (the scrape job, standing in for a cluster) and instance, single-select: a fleet
+        has hundreds of instances, and histogram_quantile over all of them is no one's answer."""
+        self.var("job", "Job", "label_values(nvmeof_exporter_build_info, job)")
+        self.var("instance", "Instance",
+                 'label_values(nvmeof_exporter_build_info{job=~"$job"}, instance)', multi=False)
 
     # --- layout: panels flow left to right, 24 columns wide
     def _place(self, w, h):
@@ -111,6 +120,8 @@ class Dashboard:
 
 
 RI = "$__rate_interval"
+# NVMe-oF transports; pcie (local drives) and loop are shown apart.
+FABRIC = "rdma|tcp|fc"
 
 
 def latency():
@@ -118,49 +129,54 @@ def latency():
                   "Where each NVMe-oF command spends its time, per stage, on the host and on the "
                   "target: is it the drive, the target, the network or the host?",
                   ["nvmeof", "latency"])
-    d.var("instance", "Instance", "label_values(nvmeof_exporter_build_info, instance)")
-    d.var("transport", "Transport", 'label_values(nvmeof_commands_total{instance=~"$instance"}, transport)')
-    d.var("device", "Device (host)",
-          'label_values(nvmeof_commands_total{role="host", instance=~"$instance"}, device)')
-    d.var("subsystem", "Subsystem (target)",
-          'label_values(nvmeof_commands_total{role="target", instance=~"$instance"}, subsystem)')
-    d.var("op", "Op", 'label_values(nvmeof_commands_total{instance=~"$instance"}, op)')
-    d.var("blockdev", "Block device",
-          'label_values(nvmeof_block_requests_total{instance=~"$instance"}, device)')
-    H = 'role="host", instance=~"$instance", transport=~"$transport", device=~"$device", op=~"$op"'
-    T = ('role="target", instance=~"$instance", transport=~"$transport", '
-         'subsystem=~"$subsystem", op=~"$op"')
-    B = 'instance=~"$instance", device=~"$blockdev"'
+    d.fleet_vars()
+    # Fabric transports only: local PCIe drives have their own row below, so that a fast local
+    # SSD does not hide a slow fabric in a blended p99.
+    d.var("transport", "Transport (fabric)",
+          'label_values(nvmeof_commands_total{job=~"$job", instance=~"$instance"}, transport)',
+          regex=f"/^({FABRIC})$/", all_value=FABRIC)
+    d.var("nvme_namespace", "Namespace (host)",
+          'label_values(nvmeof_commands_total{role="host", job=~"$job", instance=~"$instance"}, nvme_namespace)')
+    d.var("nqn", "Subsystem NQN (target)",
+          'label_values(nvmeof_commands_total{role="target", job=~"$job", instance=~"$instance"}, nqn)')
+    d.var("op", "Op", 'label_values(nvmeof_commands_total{job=~"$job", instance=~"$instance"}, op)')
+    d.var("disk", "Block device",
+          'label_values(nvmeof_block_requests_total{job=~"$job", instance=~"$instance"}, disk)')
+    J = 'job=~"$job", instance=~"$instance"'
+    H = f'role="host", {J}, transport=~"$transport", nvme_namespace=~"$nvme_namespace", op=~"$op"'
+    T = f'role="target", {J}, transport=~"$transport", nqn=~"$nqn", op=~"$op"'
+    L = f'role="host", {J}, transport="pcie", op=~"$op"'
+    B = f'{J}, disk=~"$disk"'
     SAMPLED = ("Latency histograms are sampled (1 in nvmeof_exporter_bpf_sample_every commands); "
                "counts of commands are exact.")
 
     d.row("At a glance")
     d.panel("stat", "Host IOPS", "NVMe-oF commands completed per second on the hosts (exact).",
-            "iops", [f"sum(rate(nvmeof_commands_total{{{H}}}[{RI}]))"], w=5, h=4)
+            "iops", [f"sum(instance:nvmeof_commands:rate5m{{{H}}})"], w=5, h=4)
     d.panel("stat", "Host p99", "End-to-end p99 on the hosts: block layer submission to "
             "completion. " + SAMPLED, "s",
-            [f"histogram_quantile(0.99, sum by (le) (rate(nvmeof_command_latency_seconds_bucket{{{H}}}[{RI}])))"],
+            [f"histogram_quantile(0.99, sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{H}}}))"],
             w=5, h=4)
     d.panel("stat", "Target IOPS", "NVMe-oF commands completed per second on the targets.",
-            "iops", [f"sum(rate(nvmeof_commands_total{{{T}}}[{RI}]))"], w=5, h=4)
+            "iops", [f"sum(instance:nvmeof_commands:rate5m{{{T}}})"], w=5, h=4)
     d.panel("stat", "Target p99", "End-to-end p99 on the targets: capsule received to response "
             "sent. " + SAMPLED, "s",
-            [f"histogram_quantile(0.99, sum by (le) (rate(nvmeof_command_latency_seconds_bucket{{{T}}}[{RI}])))"],
+            [f"histogram_quantile(0.99, sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{T}}}))"],
             w=5, h=4)
     d.panel("stat", "Network estimate (max)",
             "Largest estimated network time over hosts and subsystems: host mean 'network and "
             "target' minus the target's mean residence (recording rule "
-            "nvmeof:network_estimate_seconds:mean_5m).", "s",
-            ['max(nvmeof:network_estimate_seconds:mean_5m{instance=~"$instance", '
+            "instance_nqn:nvmeof_network_estimate_seconds:mean5m).", "s",
+            ['max(instance_nqn:nvmeof_network_estimate_seconds:mean5m{instance=~"$instance", '
              'transport=~"$transport", op=~"$op"})'], w=4, h=4)
 
     d.row("Controllers and paths")
-    I = 'instance=~"$instance"'
+    I = J
     d.panel("table", "Host controllers not live",
             "Controllers whose state is not live, with their transport and address (alert: "
             "NvmeofControllerNotLive). Empty when all are live.", "none",
             [f'(nvmeof_controller_state{{{I}, state!="live"}} == 1) * on (instance, job, controller) '
-             f'group_left (transport, traddr, trsvcid, subsysnqn) '
+             f'group_left (transport, traddr, trsvcid, nqn) '
              f'nvmeof_controller_info{{{I}, transport=~"$transport"}}'], w=12)
     d.panel("table", "Host controllers", "Every controller's current state.", "none",
             [f"nvmeof_controller_state{{{I}}} == 1"], w=12)
@@ -169,7 +185,7 @@ def latency():
             [f"nvmeof_path_ana_state{{{I}}} == 1"], w=12)
     d.panel("table", "Target ports and ANA groups", "ANA state of each target port's groups, "
             "with the port's transport and address.", "none",
-            [f"(nvmeof_target_ana_group_state{{{I}}} == 1) * on (instance, job, port) "
+            [f"(nvmeof_target_ana_group_state{{{I}}} == 1) * on (instance, job, nvmet_port) "
              f"group_left (trtype, traddr, trsvcid) nvmeof_target_port_info{{{I}}}"], w=12)
     d.panel("timeseries", "Controller resets, reconnects and errors",
             "Resets, reconnects and commands completed with an error, per controller.", "short",
@@ -184,78 +200,89 @@ def latency():
         d.row(f"{who} stages")
         d.panel("timeseries", f"{who} p99 by stage",
                 f"p99 of each {role} stage: one glance shows which stage moved. " + SAMPLED, "s",
-                [(f"histogram_quantile(0.99, sum by (stage, le) (rate(nvmeof_stage_latency_seconds_bucket{{{sel}}}[{RI}])))",
+                [(f"histogram_quantile(0.99, sum by (stage, le) (instance:nvmeof_stage_latency_seconds_bucket:rate5m{{{sel}}}))",
                   "{{stage}}")])
         d.panel("timeseries", f"{who} p50 by stage", f"Median of each {role} stage.", "s",
-                [(f"histogram_quantile(0.50, sum by (stage, le) (rate(nvmeof_stage_latency_seconds_bucket{{{sel}}}[{RI}])))",
+                [(f"histogram_quantile(0.50, sum by (stage, le) (instance:nvmeof_stage_latency_seconds_bucket:rate5m{{{sel}}}))",
                   "{{stage}}")])
         d.panel("timeseries", f"{who}: mean time per command by stage (stacked)",
                 f"Time per command in each {role} stage (stage time / commands timed end to end), "
                 f"stacked: the stages add up to the {role}'s end-to-end mean, also where a command "
                 "may skip a point (RDMA send completion after the response).", "s",
-                [(f"sum by (stage) (rate(nvmeof_stage_latency_seconds_sum{{{sel}}}[{RI}])) / "
-                  f"ignoring (stage) group_left sum(rate(nvmeof_command_latency_seconds_count{{{sel}}}[{RI}]))",
+                [(f"sum by (stage) (instance:nvmeof_stage_latency_seconds_sum:rate5m{{{sel}}}) / "
+                  f'ignoring (stage) group_left sum(instance:nvmeof_command_latency_seconds_bucket:rate5m{{{sel}, le="+Inf"}})',
                   "{{stage}}")], stack=True)
         d.panel("timeseries", f"{who} queue depth by stage (Little's law)",
                 "Average number of commands inside each stage: arrival rate x mean time = "
                 "rate(..._sum), scaled by the sampling factor.", "short",
-                [(f"sum by (stage) (rate(nvmeof_stage_latency_seconds_sum{{{sel}}}[{RI}]) "
+                [(f"sum by (stage) (instance:nvmeof_stage_latency_seconds_sum:rate5m{{{sel}}} "
                   "* on (instance, job) group_left nvmeof_exporter_bpf_sample_every)", "{{stage}}")])
 
     d.row("End to end")
-    d.panel("timeseries", "Host p99 by device",
+    d.panel("timeseries", "Host p99 by namespace",
             "End-to-end p99 per namespace block device (all its paths). " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, device, op, le) (rate(nvmeof_command_latency_seconds_bucket{{{H}}}[{RI}])))",
-              "{{instance}} {{device}} {{op}}")])
+            [(f"histogram_quantile(0.99, sum by (instance, nvme_namespace, op, le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{H}}}))",
+              "{{instance}} {{nvme_namespace}} {{op}}")])
     d.panel("timeseries", "Target p99 by subsystem",
             "Target end-to-end p99 per subsystem. " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, subsystem, op, le) (rate(nvmeof_command_latency_seconds_bucket{{{T}}}[{RI}])))",
-              "{{instance}} {{subsystem}} {{op}}")])
-    d.panel("timeseries", "Host IOPS by device", "Commands per second per namespace (exact).",
-            "iops", [(f"sum by (instance, device, op) (rate(nvmeof_commands_total{{{H}}}[{RI}]))",
-                      "{{instance}} {{device}} {{op}}")])
+            [(f"histogram_quantile(0.99, sum by (instance, nqn, op, le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{T}}}))",
+              "{{instance}} {{nqn}} {{op}}")])
+    d.panel("timeseries", "Host IOPS by namespace", "Commands per second per namespace (exact).",
+            "iops", [(f"sum by (instance, nvme_namespace, op) (instance:nvmeof_commands:rate5m{{{H}}})",
+                      "{{instance}} {{nvme_namespace}} {{op}}")])
     d.panel("timeseries", "Target IOPS by subsystem", "Commands per second per subsystem.",
-            "iops", [(f"sum by (instance, subsystem, op) (rate(nvmeof_commands_total{{{T}}}[{RI}]))",
-                      "{{instance}} {{subsystem}} {{op}}")])
+            "iops", [(f"sum by (instance, nqn, op) (instance:nvmeof_commands:rate5m{{{T}}})",
+                      "{{instance}} {{nqn}} {{op}}")])
     d.panel("timeseries", "Network estimate",
             "Host mean 'network and target' (posted to response received) minus the target's "
             "mean residence (received to nvmet_req_complete) for the same subsystem NQN: the network both ways plus what the "
             "target does before its first and after its last hook. Needs the recording rules "
             "of deploy/prometheus and both exporters in the same Prometheus.", "s",
-            [('nvmeof:network_estimate_seconds:mean_5m{instance=~"$instance", '
-              'transport=~"$transport", op=~"$op"}', "network {{instance}} {{subsysnqn}} {{op}}"),
-             ('nvmeof:host_network_and_target_seconds:mean_5m{instance=~"$instance", '
+            [('instance_nqn:nvmeof_network_estimate_seconds:mean5m{job=~"$job", instance=~"$instance", '
+              'transport=~"$transport", op=~"$op"}', "network {{instance}} {{nqn}} {{op}}"),
+             ('instance_nqn:nvmeof_host_network_and_target_seconds:mean5m{job=~"$job", instance=~"$instance", '
               'transport=~"$transport", op=~"$op"}',
-              "host network+target {{instance}} {{subsysnqn}} {{op}}"),
-             ('nvmeof:target_residence_seconds:mean_5m{transport=~"$transport", '
-              'subsystem=~"$subsystem", op=~"$op"}', "target {{subsysnqn}} {{op}}")], w=24)
+              "host network+target {{instance}} {{nqn}} {{op}}"),
+             ('nqn:nvmeof_target_residence_seconds:mean5m{transport=~"$transport", '
+              'nqn=~"$nqn", op=~"$op"}', "target {{nqn}} {{op}}")], w=24)
     d.panel("heatmap", "Host end-to-end latency",
             "Distribution of host end-to-end latency over time (all selected devices).", "s",
-            [f"sum by (le) (rate(nvmeof_command_latency_seconds_bucket{{{H}}}[{RI}]))"])
+            [f"sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{H}}})"])
     d.panel("heatmap", "Target end-to-end latency",
             "Distribution of target end-to-end latency over time (all selected subsystems).", "s",
-            [f"sum by (le) (rate(nvmeof_command_latency_seconds_bucket{{{T}}}[{RI}]))"])
+            [f"sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{T}}})"])
+
+    d.row("Local PCIe NVMe drives (not NVMe-oF)")
+    d.panel("timeseries", "Local PCIe p99 by namespace",
+            "End-to-end p99 of local PCIe NVMe namespaces, apart from the fabric numbers "
+            "above. " + SAMPLED, "s",
+            [(f"histogram_quantile(0.99, sum by (instance, nvme_namespace, op, le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{L}}}))",
+              "{{instance}} {{nvme_namespace}} {{op}}")])
+    d.panel("timeseries", "Local PCIe IOPS by namespace", "Commands per second per local "
+            "namespace (exact).", "iops",
+            [(f"sum by (instance, nvme_namespace, op) (instance:nvmeof_commands:rate5m{{{L}}})",
+              "{{instance}} {{nvme_namespace}} {{op}}")])
 
     d.row("Block layer (eBPF, every block device)")
     d.panel("timeseries", "Block p99 by device and stage",
             "Block-layer stages of every block device on the node: queue = allocated to issued "
             "to the driver, device = issued to completed. " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, device, stage, le) (rate(nvmeof_block_stage_latency_seconds_bucket{{{B}}}[{RI}])))",
-              "{{instance}} {{device}} {{stage}}")])
+            [(f"histogram_quantile(0.99, sum by (instance, disk, stage, le) (rate(nvmeof_block_stage_latency_seconds_bucket{{{B}}}[{RI}])))",
+              "{{instance}} {{disk}} {{stage}}")])
     d.panel("timeseries", "Block p99 and p50 by device",
             "Block-layer request latency, allocated to completed. " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, device, le) (rate(nvmeof_block_latency_seconds_bucket{{{B}}}[{RI}])))",
-              "p99 {{instance}} {{device}}"),
-             (f"histogram_quantile(0.50, sum by (instance, device, le) (rate(nvmeof_block_latency_seconds_bucket{{{B}}}[{RI}])))",
-              "p50 {{instance}} {{device}}")])
+            [(f"histogram_quantile(0.99, sum by (instance, disk, le) (rate(nvmeof_block_latency_seconds_bucket{{{B}}}[{RI}])))",
+              "p99 {{instance}} {{disk}}"),
+             (f"histogram_quantile(0.50, sum by (instance, disk, le) (rate(nvmeof_block_latency_seconds_bucket{{{B}}}[{RI}])))",
+              "p50 {{instance}} {{disk}}")])
     d.panel("timeseries", "Block IOPS", "Block requests completed per second (exact).", "iops",
-            [(f"sum by (instance, device, op) (rate(nvmeof_block_requests_total{{{B}}}[{RI}]))",
-              "{{instance}} {{device}} {{op}}")])
+            [(f"sum by (instance, disk, op) (rate(nvmeof_block_requests_total{{{B}}}[{RI}]))",
+              "{{instance}} {{disk}} {{op}}")])
     d.panel("timeseries", "Block queue depth by stage (Little's law)",
             "Average requests in each block-layer stage.", "short",
-            [(f"sum by (instance, device, stage) (rate(nvmeof_block_stage_latency_seconds_sum{{{B}}}[{RI}]) "
+            [(f"sum by (instance, disk, stage) (rate(nvmeof_block_stage_latency_seconds_sum{{{B}}}[{RI}]) "
               "* on (instance, job) group_left nvmeof_exporter_bpf_sample_every)",
-              "{{instance}} {{device}} {{stage}}")])
+              "{{instance}} {{disk}} {{stage}}")])
     return d
 
 
@@ -263,166 +290,157 @@ def fabric():
     d = Dashboard("nvmeof-rdma-fabric", "RDMA fabric",
                   "RDMA ports, PFC and pause storms, ECN/DCQCN congestion, RDMA transport "
                   "errors and NVMe/TCP retransmits.", ["nvmeof", "rdma"])
-    d.var("instance", "Instance", "label_values(nvmeof_exporter_build_info, instance)")
-    d.var("device", "RDMA device", 'label_values(rdma_port_info{instance=~"$instance"}, device)')
+    d.fleet_vars()
+    I = 'job=~"$job", instance=~"$instance"'
+    d.var("rdma_device", "RDMA device",
+          f'label_values(nvmeof_rdma_port_info{{{I}}}, rdma_device)')
     d.var("netdev", "Netdev",
-          'label_values(rdma_netdev_info{instance=~"$instance", rdma_device=~"$device"}, netdev)')
+          f'label_values(nvmeof_rdma_netdev_info{{{I}, rdma_device=~"$rdma_device"}}, netdev)')
     d.var("priority", "Priority",
-          'label_values(rdma_pfc_pause_frames_total{instance=~"$instance", netdev=~"$netdev"}, priority)')
-    D = 'instance=~"$instance", device=~"$device"'
-    N = 'instance=~"$instance", netdev=~"$netdev"'
+          f'label_values(nvmeof_rdma_pfc_pause_frames_total{{{I}, netdev=~"$netdev"}}, priority)')
+    D = I + ', rdma_device=~"$rdma_device"'
+    N = I + ', netdev=~"$netdev"'
     P = N + ', priority=~"$priority"'
-    I = 'instance=~"$instance"'
-    port = "{{instance}} {{device}}/{{port}}"
+    port = "{{instance}} {{rdma_device}}/{{rdma_port}}"
 
     d.row("Ports")
     d.panel("table", "Port state", "Logical state of each RDMA port (ACTIVE = usable).", "none",
-            [f"rdma_port_state{{{D}}} == 1"], w=8)
+            [f"nvmeof_rdma_port_state{{{D}}} == 1"], w=8)
     d.panel("table", "Physical state", "Physical link state (LinkUp, Polling = no partner, "
-            "Disabled = admin down).", "none", [f"rdma_port_phys_state{{{D}}} == 1"], w=8)
+            "Disabled = admin down).", "none", [f"nvmeof_rdma_port_phys_state{{{D}}} == 1"], w=8)
     d.panel("table", "Port rate", "Negotiated port rate.", "Bps",
-            [f"rdma_port_rate_bytes_per_second{{{D}}}"], w=8)
+            [f"nvmeof_rdma_port_rate_bytes_per_second{{{D}}}"], w=8)
     d.panel("timeseries", "Throughput (port counters)",
             "Bytes per second from the port's PMA counters (all traffic on the port).", "Bps",
-            [(f"rate(rdma_port_transmit_bytes_total{{{D}}}[{RI}])", port + " tx"),
-             (f"rate(rdma_port_receive_bytes_total{{{D}}}[{RI}])", port + " rx")])
+            [(f"rate(nvmeof_rdma_port_transmit_bytes_total{{{D}}}[{RI}])", port + " tx"),
+             (f"rate(nvmeof_rdma_port_receive_bytes_total{{{D}}}[{RI}])", port + " rx")])
     d.panel("timeseries", "Link utilization", "Port throughput as a fraction of its rate.",
             "percentunit",
-            [(f"rate(rdma_port_transmit_bytes_total{{{D}}}[{RI}]) / on (instance, job, device, port) "
-              f"rdma_port_rate_bytes_per_second{{{D}}}", port + " tx"),
-             (f"rate(rdma_port_receive_bytes_total{{{D}}}[{RI}]) / on (instance, job, device, port) "
-              f"rdma_port_rate_bytes_per_second{{{D}}}", port + " rx")])
+            [(f"rate(nvmeof_rdma_port_transmit_bytes_total{{{D}}}[{RI}]) / on (instance, job, rdma_device, rdma_port) "
+              f"nvmeof_rdma_port_rate_bytes_per_second{{{D}}}", port + " tx"),
+             (f"rate(nvmeof_rdma_port_receive_bytes_total{{{D}}}[{RI}]) / on (instance, job, rdma_device, rdma_port) "
+              f"nvmeof_rdma_port_rate_bytes_per_second{{{D}}}", port + " rx")])
     d.panel("timeseries", "Throughput (driver counters)",
             "RDMA bytes per second as counted by the driver's hw_counters (rxe, bnxt_re; mlx5 "
             "when its optional counters are enabled).", "Bps",
-            [(f"rate(rdma_transmit_bytes_total{{{D}}}[{RI}])", port + " tx"),
-             (f"rate(rdma_receive_bytes_total{{{D}}}[{RI}])", port + " rx")])
+            [(f"rate(nvmeof_rdma_transmit_bytes_total{{{D}}}[{RI}])", port + " tx"),
+             (f"rate(nvmeof_rdma_receive_bytes_total{{{D}}}[{RI}])", port + " rx")])
     d.panel("timeseries", "Packets", "Packets per second (port counters).", "pps",
-            [(f"rate(rdma_port_transmit_packets_total{{{D}}}[{RI}])", port + " tx"),
-             (f"rate(rdma_port_receive_packets_total{{{D}}}[{RI}])", port + " rx")])
+            [(f"rate(nvmeof_rdma_port_transmit_packets_total{{{D}}}[{RI}])", port + " tx"),
+             (f"rate(nvmeof_rdma_port_receive_packets_total{{{D}}}[{RI}])", port + " rx")])
 
     d.row("PFC and pause")
     d.panel("timeseries", "PFC pause frames per priority",
             "PFC pause frames per second: rx = the peer paused us, tx = we paused the peer.",
-            "pps", [(f"sum by (instance, netdev, direction, priority) (rate(rdma_pfc_pause_frames_total{{{P}}}[{RI}]))",
+            "pps", [(f"sum by (instance, netdev, direction, priority) (rate(nvmeof_rdma_pfc_pause_frames_total{{{P}}}[{RI}]))",
                      "{{instance}} {{netdev}} prio {{priority}} {{direction}}")])
     d.panel("timeseries", "Time paused per priority",
             "Fraction of time the priority was paused by PFC (alert: RdmaPfcPausedHigh above "
             "25% for 10 minutes).", "percentunit",
-            [(f"rate(rdma_pfc_pause_seconds_total{{{P}}}[{RI}])",
+            [(f"rate(nvmeof_rdma_pfc_pause_seconds_total{{{P}}}[{RI}])",
               "{{instance}} {{netdev}} prio {{priority}} {{direction}}")])
     d.panel("timeseries", "Pause storm events",
             "Pause storm events (mlx5 stall detection): warning = pausing past the warning "
             "threshold, error = storm prevention stopped honouring PFC.", "short",
-            [(f"increase(rdma_pause_storm_events_total{{{N}}}[{RI}])",
-              "{{instance}} {{netdev}} {{severity}}")], draw="bars")
+            [(f"increase(nvmeof_rdma_pause_storm_events_total{{{N}}}[{RI}])",
+              "{{instance}} {{netdev}} {{level}}")], draw="bars")
     d.panel("timeseries", "PFC pause transitions", "Pause on/off transitions per second.", "cps",
-            [(f"rate(rdma_pfc_pause_transitions_total{{{P}}}[{RI}])",
+            [(f"rate(nvmeof_rdma_pfc_pause_transitions_total{{{P}}}[{RI}])",
               "{{instance}} {{netdev}} prio {{priority}} {{direction}}")])
     d.panel("timeseries", "Link pause (802.3x) frames", "Global pause frames per second.", "pps",
-            [(f"rate(rdma_link_pause_frames_total{{{N}}}[{RI}])",
+            [(f"rate(nvmeof_rdma_link_pause_frames_total{{{N}}}[{RI}])",
               "{{instance}} {{netdev}} {{direction}}")])
     d.panel("timeseries", "Time paused by link pause", "Fraction of time paused by 802.3x pause.",
-            "percentunit", [(f"rate(rdma_link_pause_seconds_total{{{N}}}[{RI}])",
+            "percentunit", [(f"rate(nvmeof_rdma_link_pause_seconds_total{{{N}}}[{RI}])",
                              "{{instance}} {{netdev}} {{direction}}")])
     d.panel("table", "PFC enabled priorities (DCB)", "Priorities with PFC enabled (DCB netlink).",
-            "none", [f"rdma_dcb_pfc_enabled{{{N}}} == 1"], w=8)
+            "none", [f"nvmeof_rdma_dcb_pfc_enabled{{{N}}} == 1"], w=8)
     d.panel("timeseries", "PFC requests and indications (DCB)",
             "PFC frames sent (requests) and received (indications) per priority, from DCB "
             "netlink.", "pps",
-            [(f"rate(rdma_dcb_pfc_requests_total{{{P}}}[{RI}])",
+            [(f"rate(nvmeof_rdma_dcb_pfc_requests_total{{{P}}}[{RI}])",
               "{{instance}} {{netdev}} prio {{priority}} sent"),
-             (f"rate(rdma_dcb_pfc_indications_total{{{P}}}[{RI}])",
+             (f"rate(nvmeof_rdma_dcb_pfc_indications_total{{{P}}}[{RI}])",
               "{{instance}} {{netdev}} prio {{priority}} received")], w=8)
     d.panel("timeseries", "Port discards", "Packets discarded at the port (PHY) and per "
             "priority.", "pps",
-            [(f"rate(rdma_phy_discards_total{{{N}}}[{RI}])", "{{instance}} {{netdev}} phy {{direction}}"),
-             (f"rate(rdma_priority_discards_total{{{P}}}[{RI}])",
+            [(f"rate(nvmeof_rdma_phy_discards_total{{{N}}}[{RI}])", "{{instance}} {{netdev}} phy {{direction}}"),
+             (f"rate(nvmeof_rdma_priority_discards_total{{{P}}}[{RI}])",
               "{{instance}} {{netdev}} prio {{priority}} {{direction}}")], w=8)
 
     d.row("Congestion (ECN / DCQCN)")
     d.panel("timeseries", "ECN-marked packets received",
             "RoCE packets received with the CE mark: switches on the way in are queueing.",
-            "pps", [(f"rate(rdma_ecn_marked_packets_total{{{D}}}[{RI}])", port)], w=8)
+            "pps", [(f"rate(nvmeof_rdma_ecn_marked_packets_total{{{D}}}[{RI}])", port)], w=8)
     d.panel("timeseries", "ECN-marked fraction",
             "Share of received packets that were ECN-marked (alert: RdmaEcnCongestion above 5% "
             "for 15 minutes).", "percentunit",
-            [(f"sum by (instance, device, port) (rate(rdma_ecn_marked_packets_total{{{D}}}[{RI}])) / "
-              f"sum by (instance, device, port) (rate(rdma_port_receive_packets_total{{{D}}}[{RI}]))",
+            [(f"sum by (instance, rdma_device, rdma_port) (rate(nvmeof_rdma_ecn_marked_packets_total{{{D}}}[{RI}])) / "
+              f"sum by (instance, rdma_device, rdma_port) (rate(nvmeof_rdma_port_receive_packets_total{{{D}}}[{RI}]))",
               port)], w=8)
     d.panel("timeseries", "CNPs", "Congestion notification packets: sent (we saw ECN marks), "
             "handled (a peer asked us to slow down), ignored.", "pps",
-            [(f"rate(rdma_cnp_sent_total{{{D}}}[{RI}])", port + " sent"),
-             (f"rate(rdma_cnp_handled_total{{{D}}}[{RI}])", port + " handled"),
-             (f"rate(rdma_cnp_ignored_total{{{D}}}[{RI}])", port + " ignored")], w=8)
+            [(f"rate(nvmeof_rdma_cnp_sent_total{{{D}}}[{RI}])", port + " sent"),
+             (f"rate(nvmeof_rdma_cnp_handled_total{{{D}}}[{RI}])", port + " handled"),
+             (f"rate(nvmeof_rdma_cnp_ignored_total{{{D}}}[{RI}])", port + " ignored")], w=8)
 
     d.row("RDMA transport errors")
     d.panel("timeseries", "Retransmits", "Retransmissions (iWARP TCP segments, rxe retry "
             "sequences). mlx5/bnxt_re: see sequence errors and timeouts.", "cps",
-            [(f"rate(rdma_retransmits_total{{{D}}}[{RI}])", port)], w=8)
+            [(f"rate(nvmeof_rdma_retransmits_total{{{D}}}[{RI}])", port)], w=8)
     d.panel("timeseries", "Sequence errors", "Out-of-sequence packets and NAK sequence errors: "
             "packet loss that forces a go-back-N retransmit.", "cps",
-            [(f"rate(rdma_packet_sequence_errors_total{{{D}}}[{RI}])", port + " NAK seq err"),
-             (f"rate(rdma_implied_nak_sequence_errors_total{{{D}}}[{RI}])", port + " implied NAK"),
-             (f"rate(rdma_out_of_sequence_total{{{D}}}[{RI}])", port + " out of sequence"),
-             (f"rate(rdma_duplicate_requests_total{{{D}}}[{RI}])", port + " duplicate requests")],
+            [(f"rate(nvmeof_rdma_packet_sequence_errors_total{{{D}}}[{RI}])", port + " NAK seq err"),
+             (f"rate(nvmeof_rdma_implied_nak_sequence_errors_total{{{D}}}[{RI}])", port + " implied NAK"),
+             (f"rate(nvmeof_rdma_out_of_sequence_total{{{D}}}[{RI}])", port + " out of sequence"),
+             (f"rate(nvmeof_rdma_duplicate_requests_total{{{D}}}[{RI}])", port + " duplicate requests")],
             w=8)
     d.panel("timeseries", "Timeouts and retry exhaustion",
             "Local ACK timeouts (each stalls the QP for its timeout) and QPs that exhausted "
             "their retries (QP to error: NVMe-oF reconnects).", "cps",
-            [(f"rate(rdma_local_ack_timeout_errors_total{{{D}}}[{RI}])", port + " ACK timeout"),
-             (f"rate(rdma_retry_exceeded_errors_total{{{D}}}[{RI}])", port + " retry exceeded")],
+            [(f"rate(nvmeof_rdma_local_ack_timeout_errors_total{{{D}}}[{RI}])", port + " ACK timeout"),
+             (f"rate(nvmeof_rdma_retry_exceeded_errors_total{{{D}}}[{RI}])", port + " retry exceeded")],
             w=8)
     d.panel("timeseries", "RNR (receiver not ready)",
             "RNR NAKs received and sent, and RNR retry exhaustion: receive queues running empty.",
             "cps",
-            [(f"rate(rdma_rnr_nak_errors_total{{{D}}}[{RI}])", port + " RNR NAK received"),
-             (f"rate(rdma_rnr_naks_sent_total{{{D}}}[{RI}])", port + " RNR NAK sent"),
-             (f"rate(rdma_rnr_retry_exceeded_errors_total{{{D}}}[{RI}])", port + " RNR retry exceeded")],
+            [(f"rate(nvmeof_rdma_rnr_nak_errors_total{{{D}}}[{RI}])", port + " RNR NAK received"),
+             (f"rate(nvmeof_rdma_rnr_naks_sent_total{{{D}}}[{RI}])", port + " RNR NAK sent"),
+             (f"rate(nvmeof_rdma_rnr_retry_exceeded_errors_total{{{D}}}[{RI}])", port + " RNR retry exceeded")],
             w=8)
     d.panel("timeseries", "Discards",
             "Packets dropped for lack of a receive WQE, and RoCE discards.", "pps",
-            [(f"rate(rdma_out_of_buffer_discards_total{{{D}}}[{RI}])", port + " out of buffer"),
-             (f"rate(rdma_receive_discards_total{{{D}}}[{RI}])", port + " rx discards"),
-             (f"rate(rdma_transmit_discards_total{{{D}}}[{RI}])", port + " tx discards")], w=8)
+            [(f"rate(nvmeof_rdma_out_of_buffer_discards_total{{{D}}}[{RI}])", port + " out of buffer"),
+             (f"rate(nvmeof_rdma_receive_discards_total{{{D}}}[{RI}])", port + " rx discards"),
+             (f"rate(nvmeof_rdma_transmit_discards_total{{{D}}}[{RI}])", port + " tx discards")], w=8)
     d.panel("timeseries", "Completion errors", "Work completions with an error status and remote "
             "errors NAKed to the requester.", "cps",
-            [(f"rate(rdma_requester_cqe_errors_total{{{D}}}[{RI}])", port + " requester CQE"),
-             (f"rate(rdma_responder_cqe_errors_total{{{D}}}[{RI}])", port + " responder CQE"),
-             (f"rate(rdma_remote_access_errors_total{{{D}}}[{RI}])", port + " remote access"),
-             (f"rate(rdma_remote_invalid_request_errors_total{{{D}}}[{RI}])",
+            [(f"rate(nvmeof_rdma_requester_cqe_errors_total{{{D}}}[{RI}])", port + " requester CQE"),
+             (f"rate(nvmeof_rdma_responder_cqe_errors_total{{{D}}}[{RI}])", port + " responder CQE"),
+             (f"rate(nvmeof_rdma_remote_access_errors_total{{{D}}}[{RI}])", port + " remote access"),
+             (f"rate(nvmeof_rdma_remote_invalid_request_errors_total{{{D}}}[{RI}])",
               port + " remote invalid request")], w=8)
     d.panel("timeseries", "Busiest hw_counters", "The 15 fastest-moving driver hw_counters "
             "under their own names (every counter the driver exposes).", "cps",
-            [(f"topk(15, rate(rdma_hw_counters_total{{{D}}}[{RI}]))", port + " {{counter}}")],
+            [(f"topk(15, rate(nvmeof_rdma_hw_counters_total{{{D}}}[{RI}]))", port + " {{counter}}")],
             w=24)
 
-    d.row("NVMe/TCP (node-wide TCP)")
-    d.panel("timeseries", "TCP retransmits", "Retransmitted segments per second, node-wide.",
-            "cps",
-            [(f"rate(nvmeof_tcp_retransmitted_segments_total{{{I}}}[{RI}])", "{{instance}} retransmitted"),
-             (f"rate(nvmeof_tcp_fast_retransmits_total{{{I}}}[{RI}])", "{{instance}} fast"),
-             (f"rate(nvmeof_tcp_lost_retransmits_total{{{I}}}[{RI}])", "{{instance}} lost again")],
-            w=8)
-    d.panel("timeseries", "TCP retransmit ratio", "Retransmitted / sent segments (alert: "
-            "NvmeofTcpRetransmitRatio above 1% for 10 minutes).", "percentunit",
-            [(f"rate(nvmeof_tcp_retransmitted_segments_total{{{I}}}[{RI}]) / "
-              f"rate(nvmeof_tcp_segments_sent_total{{{I}}}[{RI}])", "{{instance}}")], w=8)
-    d.panel("timeseries", "TCP timeouts and ECN", "Retransmission timeouts (each one stalls "
-            "NVMe/TCP I/O for an RTO), segments acknowledged with an ECN congestion echo, and "
-            "IP packets received with the CE mark.", "cps",
-            [(f"rate(nvmeof_tcp_timeouts_total{{{I}}}[{RI}])", "{{instance}} RTO"),
-             (f"rate(nvmeof_tcp_delivered_ce_total{{{I}}}[{RI}])", "{{instance}} delivered CE"),
-             (f'sum by (instance) (rate(nvmeof_ip_received_packets_total{{{I}, ecn="ce"}}[{RI}]))',
-              "{{instance}} IP CE received")], w=8)
+    # Node-wide TCP counters are node_exporter's (netstat collector); this exporter serves them
+    # only with tcp.node_counters. The per-connection NVMe/TCP series are always served.
+    d.row("NVMe/TCP connections")
     d.panel("timeseries", "NVMe/TCP connections", "Open NVMe/TCP connections by role and "
             "NVMe/TCP port (sock_diag).", "short",
-            [(f"nvmeof_tcp_connections{{{I}}}", "{{instance}} {{role}} :{{port}}")], w=12)
+            [(f"nvmeof_tcp_connections{{{I}}}", "{{instance}} {{role}} :{{tcp_port}}")], w=12)
     d.panel("timeseries", "Retransmits on open NVMe/TCP connections",
             "Retransmitted segments summed over the NVMe/TCP connections open now (drops when a "
             "connection closes).", "short",
-            [(f"nvmeof_tcp_connection_retransmits{{{I}}}", "{{instance}} {{role}} :{{port}}")],
+            [(f"nvmeof_tcp_connection_retransmits{{{I}}}", "{{instance}} {{role}} :{{tcp_port}}")],
             w=12)
+    d.panel("timeseries", "NVMe/TCP retransmit rate", "Retransmits per second on the open "
+            "NVMe/TCP connections (alert: NvmeofTcpRetransmits); connections that close make the "
+            "sum drop, which is clamped to 0.", "cps",
+            [(f"clamp_min(deriv(nvmeof_tcp_connection_retransmits{{{I}}}[10m]), 0)",
+              "{{instance}} {{role}} :{{tcp_port}}")], w=24)
     return d
 
 
@@ -430,8 +448,7 @@ def health():
     d = Dashboard("nvmeof-exporter-health", "nvmeof_exporter health",
                   "Is the exporter telling the truth? Collectors, eBPF hooks, overhead, scrapes.",
                   ["nvmeof", "exporter"])
-    d.var("job", "Job", "label_values(nvmeof_exporter_build_info, job)")
-    d.var("instance", "Instance", 'label_values(nvmeof_exporter_build_info{job=~"$job"}, instance)')
+    d.fleet_vars()
     d.var("collector", "Collector",
           'label_values(nvmeof_exporter_collector_success{instance=~"$instance"}, collector)')
     E = 'job=~"$job", instance=~"$instance"'
@@ -487,6 +504,17 @@ def health():
               f"nvmeof_exporter_bpf_inflight_capacity{{{E}}}", "{{instance}}")], w=8)
     d.panel("stat", "Sampling", "Latency is timed for 1 in this many commands.", "none",
             [(f"nvmeof_exporter_bpf_sample_every{{{E}}}", "{{instance}}")], w=8)
+    d.row("Process")
+    d.panel("timeseries", "Exporter memory", "Resident and virtual memory of the exporter "
+            "(process_*): compare with the container's memory limit.", "bytes",
+            [(f"process_resident_memory_bytes{{{E}}}", "{{instance}} resident"),
+             (f"process_virtual_memory_bytes{{{E}}}", "{{instance}} virtual")], w=8)
+    d.panel("timeseries", "Exporter CPU", "CPU used by the exporter process, in cores.",
+            "percentunit", [(f"rate(process_cpu_seconds_total{{{E}}}[{RI}])", "{{instance}}")],
+            w=8)
+    d.panel("timeseries", "Exporter file descriptors", "Open file descriptors and the limit.",
+            "short", [(f"process_open_fds{{{E}}}", "{{instance}} open"),
+                      (f"process_max_fds{{{E}}}", "{{instance}} max")], w=8)
     return d
 
 

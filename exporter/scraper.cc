@@ -2,9 +2,15 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iterator>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <system_error>
@@ -103,6 +109,62 @@ std::vector<std::shared_ptr<Collector>> Shared(std::vector<std::unique_ptr<Colle
 }
 }  // namespace
 
+namespace {
+
+// The client-library process_* metrics of this process, from the real /proc/self (never
+// --path.procfs, which may point at the host's or a fixture's procfs). What cannot be read is
+// left out.
+void EmitProcessMetrics(MetricSink& out) {
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');  // comm may contain spaces and parentheses
+  std::vector<std::string> f;          // f[0] = field 3 (state)
+  if (close != std::string::npos) {
+    std::istringstream rest(stat.substr(close + 1));
+    for (std::string w; rest >> w;) f.push_back(w);
+  }
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  auto field = [&](size_t n) { return std::stod(f.at(n - 3)); };  // n: 1-based, as in proc(5)
+  try {
+    if (f.size() >= 22 && ticks > 0) {
+      out.Counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                  {}, (field(14) + field(15)) / ticks);
+      out.Gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", {}, field(23));
+      out.Gauge("process_resident_memory_bytes", "Resident memory size in bytes.", {},
+                field(24) * page);
+      std::ifstream boot("/proc/stat");
+      for (std::string key; boot >> key;) {
+        if (key == "btime") {
+          double btime = 0;
+          if (boot >> btime) {
+            out.Gauge("process_start_time_seconds",
+                      "Start time of the process since unix epoch in seconds.", {},
+                      btime + field(22) / ticks);
+          }
+          break;
+        }
+        boot.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+      }
+    }
+  } catch (const std::exception&) {  // malformed /proc/self/stat: leave the rest out
+  }
+  std::error_code ec;
+  double fds = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    ++fds;
+  }
+  if (!ec) out.Gauge("process_open_fds", "Number of open file descriptors.", {}, fds);
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    out.Gauge("process_max_fds", "Maximum number of open file descriptors.", {},
+              static_cast<double>(lim.rlim_cur));
+  }
+}
+
+}  // namespace
+
 Scraper::Scraper(std::vector<std::unique_ptr<Collector>> collectors)
     : Scraper(Shared(std::move(collectors))) {}
 
@@ -191,6 +253,7 @@ MetricSink Scraper::CollectAll(Duration timeout) {
     if (r) out.Append(MetricSink(r->sink));
   }
   out.Append(std::move(self));
+  EmitProcessMetrics(out);
   return out;
 }
 

@@ -3,7 +3,8 @@
 
   dashboards_check.py lint DASHBOARD_DIR
       valid JSON, unique uids and panel ids, every panel has a unit, a description and targets,
-      no hard-coded datasource uid (only ${datasource}), every $variable used is defined.
+      no hard-coded datasource uid (only ${datasource}), every $variable used is defined,
+      datasource, job (or cluster) and single-select instance variables.
   dashboards_check.py eval --prom URL --time T DASHBOARD_DIR
       [--expect-firing ALERT]... [--expect-quiet ALERT]...
       evaluates, through Prometheus' HTTP API at time T, every panel query and every template
@@ -17,8 +18,12 @@
       every exporter metric a dashboard or rule uses is emitted somewhere in the sources (by
       its quoted name), except the NVMe-oF stage metrics of issue 5 (not built yet).
   dashboards_check.py rules-coverage RULES_FILE TEST_FILE...
-      every alert of RULES_FILE has summary, description, runbook and severity, and at least
-      one promtool test case where it fires and one where it does not.
+      every alert of RULES_FILE has for, summary, description, severity and a runbook_url that
+      ends in deploy/runbooks/<Alert>.md (and that file exists), and at least one promtool test
+      case where it fires and one where it does not.
+  dashboards_check.py recording-rules RECORDING_RULES ALERT_RULES... DASHBOARD_DIR
+      every recording rule is named level:metric:operations and is read by a dashboard or an
+      alert.
 """
 import glob
 import json
@@ -82,6 +87,13 @@ def lint(directory):
         ds_var = variables.get("datasource")
         if not ds_var or ds_var.get("type") != "datasource" or ds_var.get("query") != "prometheus":
             problems.append(f"{where}: needs a 'datasource' variable of type datasource (prometheus)")
+        if "job" not in variables and "cluster" not in variables:
+            problems.append(f"{where}: needs a 'job' or 'cluster' variable (fleets)")
+        inst = variables.get("instance")
+        if not inst:
+            problems.append(f"{where}: needs an 'instance' variable")
+        elif inst.get("multi") or inst.get("includeAll"):
+            problems.append(f"{where}: the 'instance' variable must be single-select by default")
         for vname, v in variables.items():
             if v.get("type") == "query":
                 check_ds(v.get("datasource"), f"{where} variable {vname}", problems)
@@ -303,20 +315,31 @@ def evaluate(args):
 
 def rules_coverage(rules_file, test_files):
     problems = []
-    alerts, current = {}, None
+    alerts, current, alert_name = {}, None, None
     for line in open(rules_file):
         m = re.match(r"\s*- alert:\s*(\w+)", line)
         if m:
-            current = alerts.setdefault(m.group(1), set())
+            alert_name = m.group(1)
+            current = alerts.setdefault(alert_name, set())
             continue
         m = re.match(r"\s*- (record|alert):", line)
         if m:
             current = None
-        m = re.match(r"\s*(summary|description|runbook|severity):", line)
+        m = re.match(r"\s*(summary|description|runbook_url|severity|for):\s*(.*)", line)
         if m and current is not None:
             current.add(m.group(1))
+            if m.group(1) == "runbook_url":
+                # deploy/runbooks/<Alert>.md, next to deploy/prometheus/
+                want = f"/deploy/runbooks/{alert_name}.md"
+                url = m.group(2).strip().strip('"')
+                if not url.endswith(want):
+                    problems.append(f"alert {alert_name}: runbook_url {url} is not .../{want[1:]}")
+                path = os.path.join(os.path.dirname(os.path.abspath(rules_file)), "..",
+                                    "runbooks", f"{alert_name}.md")
+                if not os.path.exists(path):
+                    problems.append(f"alert {alert_name}: no runbook file {path}")
     for a, keys in alerts.items():
-        for k in ("summary", "description", "runbook", "severity"):
+        for k in ("summary", "description", "runbook_url", "severity", "for"):
             if k not in keys:
                 problems.append(f"alert {a}: no {k}")
     firing, quiet = set(), set()
@@ -348,7 +371,8 @@ def rules_coverage(rules_file, test_files):
 
 def metric_names(text):
     names = set()
-    for n in re.findall(r"\b((?:rdma|nvmeof)_[a-z0-9_]+)", text):
+    # Not the metric part of a recording rule's name (level:metric:operations).
+    for n in re.findall(r"(?<![\w:])((?:rdma|nvmeof)_[a-z0-9_]+)(?![\w:])", text):
         names.add(re.sub(r"_(bucket|sum|count)$", "", n))
     return names
 
@@ -377,7 +401,29 @@ def check_names(directory, rules, sources):
     return fail_list(problems)
 
 
+def recording_rules(rules_file, alert_files, directory):
+    """Every recording rule is named level:metric:operations and read by a dashboard or an
+    alert (or by another recording rule that is)."""
+    problems = []
+    records = re.findall(r"^\s*- record:\s*(\S+)", open(rules_file).read(), re.M)
+    text = "".join(open(f).read() for f in alert_files)
+    for _, d in load_dashboards(directory):
+        text += json.dumps(d)
+    rules_text = open(rules_file).read()
+    for r in records:
+        if not re.fullmatch(r"[a-z_]+:nvmeof_[a-z0-9_]+:[a-z0-9_]+", r):
+            problems.append(f"recording rule {r}: not level:metric:operations")
+        readers = text.count(r) + rules_text.count(r) - 1  # minus its own record: line
+        if readers < 1:
+            problems.append(f"recording rule {r}: read by no dashboard or alert")
+    print(f"ok: {len(records)} recording rules, all named level:metric:operations and read"
+          if not problems else "recording rules:")
+    return fail_list(problems)
+
+
 def main(argv):
+    if len(argv) >= 4 and argv[0] == "recording-rules":
+        return recording_rules(argv[1], argv[2:-1], argv[-1])
     if len(argv) >= 2 and argv[0] == "lint":
         return lint(argv[1])
     if len(argv) >= 4 and argv[0] == "names" and "--" in argv:

@@ -134,11 +134,20 @@ def timestamps(end):
     return ts
 
 
+def target_labels(args, instance):
+    """The labels Prometheus attaches to every series of one scrape target."""
+    labels = {"instance": instance, "job": args.job}
+    if args.operator_labels:
+        labels.update(namespace="monitoring", service="nvmeof-exporter", endpoint="metrics",
+                      pod="nvmeof-exporter-" + instance.split(":")[0])
+    return labels
+
+
 def build(args):
     t0 = args.end - DAY - 3600
     t_change = args.end - 20 * 60  # the drive degraded 20 minutes ago
-    hosts = {"instance": args.host_instance, "job": args.job}
-    targets = {"instance": args.target_instance, "job": args.job}
+    hosts = target_labels(args, args.host_instance)
+    targets = target_labels(args, args.target_instance)
     stage, command, commands = [], [], []
     for dev, ctrl, transport, nqn, port, ops in HOST_DEVICES:
         for op, iops in ops.items():
@@ -148,8 +157,8 @@ def build(args):
             if slow:
                 new_tmeans[REGRESSED[2]] *= REGRESSED[3]
             # Target side.
-            tl = dict(targets, role="target", transport=transport, op=op, subsystem=nqn,
-                      port=port)
+            tl = dict(targets, role="target", transport=transport, op=op, nqn=nqn,
+                      nvmet_port=port)
             for st in tmeans:
                 stage.append(Series(dict(tl, stage=st), iops, Dist(tmeans[st] * 1e-6),
                                     Dist(new_tmeans[st] * 1e-6), t0, t_change))
@@ -159,7 +168,7 @@ def build(args):
             commands.append(Series(tl, iops, None, None, t0, t_change))
             # Host side: "network and target" = the network plus the target's residence.
             hl = dict(hosts, role="host", transport=transport, op=op, controller=ctrl,
-                      device=dev)
+                      nvme_namespace=dev)
             nt, new_nt = NETWORK_US[transport] + tsum, NETWORK_US[transport] + new_tsum
             hmeans = dict(HOST_MEANS, network_and_target=nt)
             new_hmeans = dict(HOST_MEANS, network_and_target=new_nt)
@@ -169,6 +178,12 @@ def build(args):
             command.append(Series(hl, iops, Dist(sum(hmeans.values()) * 1e-6, 0.3),
                                   Dist(sum(new_hmeans.values()) * 1e-6, 0.3), t0, t_change))
             commands.append(Series(hl, iops, None, None, t0, t_change))
+    # A local PCIe drive on the host: the dashboards show it apart from the fabric.
+    for op, iops in (("read", 9000), ("write", 4000)):
+        pl = dict(hosts, role="host", transport="pcie", op=op, controller="nvme9",
+                  nvme_namespace="nvme9n1")
+        command.append(Series(pl, iops, Dist(80e-6, 0.3), Dist(80e-6, 0.3), t0, t_change))
+        commands.append(Series(pl, iops, None, None, t0, t_change))
     return stage, command, commands
 
 
@@ -215,6 +230,9 @@ def main():
     ap.add_argument("--with-bpf", action="store_true")
     ap.add_argument("--vm-replay")
     ap.add_argument("--vm-instance", default="vm-stages:10420")
+    ap.add_argument("--operator-labels", action="store_true",
+                    help="add the target labels the Prometheus Operator adds (namespace, pod, "
+                         "service, endpoint), as test_dashboards_prometheus.sh's scrape does")
     args = ap.parse_args()
     ts = timestamps(args.end)
     stage, command, commands = build(args)
@@ -222,8 +240,7 @@ def main():
     histogram_family(out, "nvmeof_stage_latency_seconds", stage, ts)
     histogram_family(out, "nvmeof_command_latency_seconds", command, ts)
     counter_family(out, "nvmeof_commands", commands, ts)
-    inst = [{"instance": args.host_instance, "job": args.job},
-            {"instance": args.target_instance, "job": args.job}]
+    inst = [target_labels(args, args.host_instance), target_labels(args, args.target_instance)]
     gauge_family(out, "nvmeof_exporter_build_info",
                  [(dict(i, version="synthetic", revision="vm-scenario-stand-in"), 1)
                   for i in inst], ts)
@@ -265,7 +282,7 @@ def replay(out, args, ts):
         kind = ("histogram" if base != name and base.endswith("_seconds") else
                 "counter" if name.endswith("_total") else "gauge")
         family = base if kind == "histogram" else name[:-6] if kind == "counter" else name
-        lab = "{%s,instance=\"%s\",job=\"%s\"}" % (labels, args.vm_instance, args.job)
+        lab = "{%s,%s}" % (labels, fmt_labels(target_labels(args, args.vm_instance))[1:-1])
         families.setdefault((family, kind), []).append((name, lab, value))
     day_start, day_end = args.end - DAY - 12 * 60, args.end - DAY + 3 * 60
     now_start = args.end - 10 * 60
@@ -307,7 +324,7 @@ def emit_bpf(out, inst, args, ts):
     blk, blk_stage, reqs = [], [], []
     for dev, _, _, _, _, ops in HOST_DEVICES:
         for op, iops in ops.items():
-            lab = dict(inst, device=dev, op=op)
+            lab = dict(inst, disk=dev, op=op)
             total = 150e-6 if op == "read" else 170e-6
             blk.append(Series(lab, iops, Dist(total, 0.3), Dist(total, 0.3), t0, t0))
             for st, m in (("queue", 2e-6), ("device", total - 2e-6)):

@@ -47,7 +47,7 @@ LOOPS+=("$FAST")
 
 # value FILE FAMILY DEVICE [extra label filter]: sum of matching samples (0 if none).
 value() {
-  grep -E "^$2\{" "$1" | grep "device=\"$3\"" | grep 'op="read"' | grep -F "${4:-}" |
+  grep -E "^$2\{" "$1" | grep "disk=\"$3\"" | grep 'op="read"' | grep -F "${4:-}" |
     awk '{s += $2} END {printf "%.9f\n", s + 0}'
 }
 scrape() { curl -fsS "http://127.0.0.1:$1/metrics" >"$2" || fail "scrape of :$1 failed"; }
@@ -164,8 +164,8 @@ echo "sample_every=4: fio ios=$IOS; exporter requests=$req timed=$cnt"
 within "$req" "$IOS" 0.01 || fail "sampled: requests_total +$req, fio issued $IOS"
 within "$cnt" "$(awk -v n="$IOS" 'BEGIN {print n / 4}')" 0.05 || fail "sampled: timed $cnt, want ~$IOS/4"
 grep -q '^nvmeof_exporter_bpf_sample_every 4$' "$WORK/sampled1.prom" || fail "no sample_every gauge"
-buckets=$(grep -c "^nvmeof_block_latency_seconds_bucket{device=\"$fast\",op=\"read\"," "$WORK/sampled1.prom")
+buckets=$(grep -c "^nvmeof_block_latency_seconds_bucket{disk=\"$fast\",op=\"read\"," "$WORK/sampled1.prom")
 [ "$buckets" = 4 ] || fail "want 3 configured buckets + +Inf, got $buckets"
-grep -E '^nvmeof_block_requests_total\{' "$WORK/sampled1.prom" | grep -v "device=\"$fast\"" &&
+grep -E '^nvmeof_block_requests_total\{' "$WORK/sampled1.prom" | grep -v "disk=\"$fast\"" &&
   fail "block_devices filter let other devices through"
 pass "sampling 1 in 4 (exact counts), configured buckets, device filter"

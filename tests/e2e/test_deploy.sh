@@ -128,7 +128,7 @@ privilege_runs() {
   sleep 1
   for _ in 1 2 3; do scrape; done
   collectors_ok "real /sys and /proc under the unit's privileges"
-  grep -q "^rdma_netdev_info{netdev=\"$NETDEV\"" "$WORK/scrape.prom" ||
+  grep -q "^nvmeof_rdma_netdev_info{netdev=\"$NETDEV\"" "$WORK/scrape.prom" ||
     fail "ETHTOOL_GDRVINFO on $NETDEV did not work unprivileged: $(grep -i 'ethtool\|pfc' "$WORK/unit-real.log" | head -3)"
   msg="real roots: all collectors succeed; ethtool on $NETDEV works without CAP_NET_ADMIN"
   if [ $HAVE_BPF = 1 ]; then

@@ -16,11 +16,13 @@ pass "promtool test rules: $(grep -c SUCCESS "$WORK/test.log") test files"
 
 python3 "$E2E_DIR/dashboards_check.py" rules-coverage "$RULES/nvmeof-alerts.rules.yml" "$RULES"/tests/*.test.yml ||
   fail "rules coverage"
+python3 "$E2E_DIR/dashboards_check.py" recording-rules "$RULES/nvmeof-recording.rules.yml" \
+  "$RULES/nvmeof-alerts.rules.yml" "$E2E_DIR/../../dashboards" || fail "recording rules"
 
 # Mutation: raise one threshold; the unit tests must fail.
 mkdir -p "$WORK/m/tests"
 cp "$RULES"/tests/*.test.yml "$WORK/m/tests/"
-sed 's/increase(rdma_local_ack_timeout_errors_total\[5m\]) > 10/increase(rdma_local_ack_timeout_errors_total[5m]) > 1000/' \
+sed 's/increase(nvmeof_rdma_local_ack_timeout_errors_total\[5m\]) > 10/increase(nvmeof_rdma_local_ack_timeout_errors_total[5m]) > 1000/' \
   "$RULES/nvmeof-alerts.rules.yml" >"$WORK/m/nvmeof-alerts.rules.yml"
 cmp -s "$RULES/nvmeof-alerts.rules.yml" "$WORK/m/nvmeof-alerts.rules.yml" && fail "mutation did not apply"
 if (cd "$WORK/m/tests" && promtool test rules nvmeof-alerts.test.yml) >"$WORK/mutant.log" 2>&1; then

@@ -109,16 +109,15 @@ TEST_F(BpfCollectorTest, StagesPerDeviceAndOp) {
   EXPECT_EQ(Label(*hook, "required"), "true");
   EXPECT_EQ(hook->gauge.value, 1);
 
-  auto* req =
-      FindSeries(sink, "nvmeof_block_requests_total", {{"device", "loop0"}, {"op", "read"}});
+  auto* req = FindSeries(sink, "nvmeof_block_requests_total", {{"disk", "loop0"}, {"op", "read"}});
   ASSERT_TRUE(req);
   EXPECT_EQ(req->counter.value, 5);
-  auto* wr = FindSeries(sink, "nvmeof_block_requests_total", {{"device", "vda"}, {"op", "write"}});
+  auto* wr = FindSeries(sink, "nvmeof_block_requests_total", {{"disk", "vda"}, {"op", "write"}});
   ASSERT_TRUE(wr);
   EXPECT_EQ(wr->counter.value, 7);
 
   auto* dev = FindSeries(sink, "nvmeof_block_stage_latency_seconds",
-                         {{"device", "loop0"}, {"op", "read"}, {"stage", "device"}});
+                         {{"disk", "loop0"}, {"op", "read"}, {"stage", "device"}});
   ASSERT_TRUE(dev);
   EXPECT_EQ(dev->histogram.sample_count, 2u);
   EXPECT_DOUBLE_EQ(dev->histogram.sample_sum, 200e-6);
@@ -141,7 +140,7 @@ TEST_F(BpfCollectorTest, StagesPerDeviceAndOp) {
   EXPECT_EQ(native->positive_span[0].offset, -106);
   EXPECT_EQ(native->positive_delta, (std::vector<std::int64_t>{2}));
   EXPECT_TRUE(FindSeries(sink, "nvmeof_block_stage_latency_seconds", {{"stage", "queue"}}));
-  auto* total = FindSeries(sink, "nvmeof_block_latency_seconds", {{"device", "vda"}});
+  auto* total = FindSeries(sink, "nvmeof_block_latency_seconds", {{"disk", "vda"}});
   ASSERT_TRUE(total);
   EXPECT_DOUBLE_EQ(total->histogram.sample_sum, 202e-6);
 
@@ -162,7 +161,7 @@ TEST_F(BpfCollectorTest, ConfiguredBucketsAndDeviceFilter) {
   auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)));
   MetricSink sink;
   ASSERT_TRUE(c->Collect(sink));
-  EXPECT_FALSE(FindSeries(sink, "nvmeof_block_requests_total", {{"device", "vda"}}));
+  EXPECT_FALSE(FindSeries(sink, "nvmeof_block_requests_total", {{"disk", "vda"}}));
   auto* dev = FindSeries(sink, "nvmeof_block_stage_latency_seconds", {{"stage", "device"}});
   ASSERT_TRUE(dev);
   ASSERT_EQ(dev->histogram.bucket.size(), 3u);
@@ -190,7 +189,7 @@ TEST_F(BpfCollectorTest, MissingIssueHookMergesStages) {
   MetricSink sink;
   ASSERT_TRUE(c->Collect(sink));
   EXPECT_FALSE(sink.Find("nvmeof_block_stage_latency_seconds"));
-  EXPECT_TRUE(FindSeries(sink, "nvmeof_block_latency_seconds", {{"device", "loop0"}}));
+  EXPECT_TRUE(FindSeries(sink, "nvmeof_block_latency_seconds", {{"disk", "loop0"}}));
   auto* issue = FindSeries(sink, "nvmeof_exporter_bpf_hook_attached", {{"hook", "block_rq_issue"}});
   ASSERT_TRUE(issue);
   EXPECT_EQ(Label(*issue, "mechanism"), "none");

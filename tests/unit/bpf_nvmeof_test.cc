@@ -138,7 +138,7 @@ TEST_F(BpfNvmeofCollectorTest, HostSeriesNamedByNamespaceAndController) {
   LabelMap host = {{"role", "host"},
                    {"transport", "rdma"},
                    {"op", "read"},
-                   {"device", "nvme0n1"},
+                   {"nvme_namespace", "nvme0n1"},
                    {"controller", "nvme1"}};
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", host), 800);
   auto stages = Select(sink, "nvmeof_stage_latency_seconds", host);
@@ -166,8 +166,8 @@ TEST_F(BpfNvmeofCollectorTest, TargetSeriesCarrySubsystemNqnAndPort) {
   MetricSink sink = Collect(std::move(fake));
   LabelMap target = {{"role", "target"},
                      {"transport", "tcp"},
-                     {"subsystem", "nqn.2024-01.io.example:sub1"},
-                     {"port", "2"}};
+                     {"nqn", "nqn.2024-01.io.example:sub1"},
+                     {"nvmet_port", "2"}};
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", target), 42);
   target["stage"] = "submit+storage";
   EXPECT_EQ(Select(sink, "nvmeof_stage_latency_seconds", target).size(), 1u);

@@ -45,10 +45,10 @@ TEST_F(NvmeHostFixture, ControllerInfoLabels) {
                       {"host_traddr", ""},
                       {"host_iface", ""},
                       {"src_addr", ""},
-                      {"subsysnqn", "nqn.2024-06.io.example:ssd-pool"},
+                      {"nqn", "nqn.2024-06.io.example:ssd-pool"},
                       {"hostnqn", host},
                       {"cntlid", "1"},
-                      {"subsystem", "nvme-subsys0"}}));
+                      {"nvme_subsystem", "nvme-subsys0"}}));
   EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme1"}})[0]),
             (LabelMap{{"controller", "nvme1"},
                       {"transport", "tcp"},
@@ -57,10 +57,10 @@ TEST_F(NvmeHostFixture, ControllerInfoLabels) {
                       {"host_traddr", ""},
                       {"host_iface", ""},
                       {"src_addr", "192.168.1.2"},
-                      {"subsysnqn", "nqn.2024-06.io.example:null-test"},
+                      {"nqn", "nqn.2024-06.io.example:null-test"},
                       {"hostnqn", host},
                       {"cntlid", "2"},
-                      {"subsystem", "nvme-subsys1"}}));
+                      {"nvme_subsystem", "nvme-subsys1"}}));
   EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme2"}})[0]),
             (LabelMap{{"controller", "nvme2"},
                       {"transport", "tcp"},
@@ -69,10 +69,10 @@ TEST_F(NvmeHostFixture, ControllerInfoLabels) {
                       {"host_traddr", "192.168.2.2"},
                       {"host_iface", ""},
                       {"src_addr", ""},
-                      {"subsysnqn", "nqn.2024-06.io.example:null-test"},
+                      {"nqn", "nqn.2024-06.io.example:null-test"},
                       {"hostnqn", host},
                       {"cntlid", "3"},
-                      {"subsystem", "nvme-subsys1"}}));
+                      {"nvme_subsystem", "nvme-subsys1"}}));
   // pcie: the address is the PCI function, no host NQN.
   EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme3"}})[0]),
             (LabelMap{{"controller", "nvme3"},
@@ -82,10 +82,10 @@ TEST_F(NvmeHostFixture, ControllerInfoLabels) {
                       {"host_traddr", ""},
                       {"host_iface", ""},
                       {"src_addr", ""},
-                      {"subsysnqn", "nqn.1994-11.com.samsung:nvme:980PRO:M.2:S5GXNX0T123456M"},
+                      {"nqn", "nqn.1994-11.com.samsung:nvme:980PRO:M.2:S5GXNX0T123456M"},
                       {"hostnqn", ""},
                       {"cntlid", "6"},
-                      {"subsystem", "nvme-subsys3"}}));
+                      {"nvme_subsystem", "nvme-subsys3"}}));
   for (const auto* m : info) EXPECT_EQ(m->gauge.value, 1);
 }
 
@@ -145,16 +145,16 @@ TEST_F(NvmeHostFixture, DiagCounters) {
 
 TEST_F(NvmeHostFixture, SubsystemInfo) {
   ASSERT_EQ(Select(sink_, "nvmeof_subsystem_info").size(), 3u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_subsystem_info", {{"subsystem", "nvme-subsys1"}})[0]),
-            (LabelMap{{"subsystem", "nvme-subsys1"},
-                      {"subsysnqn", "nqn.2024-06.io.example:null-test"},
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_subsystem_info", {{"nvme_subsystem", "nvme-subsys1"}})[0]),
+            (LabelMap{{"nvme_subsystem", "nvme-subsys1"},
+                      {"nqn", "nqn.2024-06.io.example:null-test"},
                       {"subsystype", "nvm"},
                       {"iopolicy", "round-robin"},
                       {"model", "Linux"},  // space padding trimmed
                       {"serial", "3c2b1a0f9e8d7c6b5a49"},
                       {"firmware_rev", "6.1.0-28"}}));
   EXPECT_EQ(Select(sink_, "nvmeof_subsystem_info",
-                   {{"subsystem", "nvme-subsys3"},
+                   {{"nvme_subsystem", "nvme-subsys3"},
                     {"model", "Samsung SSD 980 PRO 1TB"},
                     {"serial", "S5GXNX0T123456M"},
                     {"iopolicy", "numa"}})
@@ -164,39 +164,41 @@ TEST_F(NvmeHostFixture, SubsystemInfo) {
 
 TEST_F(NvmeHostFixture, Namespaces) {
   ASSERT_EQ(Select(sink_, "nvmeof_namespace_info").size(), 3u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_namespace_info", {{"namespace", "nvme1n1"}})[0]),
-            (LabelMap{{"subsystem", "nvme-subsys1"},
-                      {"namespace", "nvme1n1"},
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_namespace_info", {{"nvme_namespace", "nvme1n1"}})[0]),
+            (LabelMap{{"nvme_subsystem", "nvme-subsys1"},
+                      {"nvme_namespace", "nvme1n1"},
                       {"nsid", "1"},
-                      {"subsysnqn", "nqn.2024-06.io.example:null-test"}}));
+                      {"nqn", "nqn.2024-06.io.example:null-test"}}));
   EXPECT_EQ(Select(sink_, "nvmeof_namespace_info",
-                   {{"namespace", "nvme0n1"}, {"subsystem", "nvme-subsys0"}})
+                   {{"nvme_namespace", "nvme0n1"}, {"nvme_subsystem", "nvme-subsys0"}})
                 .size(),
             1u);
   // The pcie namespace has no multipath head: found under its controller.
   EXPECT_EQ(Select(sink_, "nvmeof_namespace_info",
-                   {{"namespace", "nvme3n1"},
-                    {"subsystem", "nvme-subsys3"},
-                    {"subsysnqn", "nqn.1994-11.com.samsung:nvme:980PRO:M.2:S5GXNX0T123456M"}})
+                   {{"nvme_namespace", "nvme3n1"},
+                    {"nvme_subsystem", "nvme-subsys3"},
+                    {"nqn", "nqn.1994-11.com.samsung:nvme:980PRO:M.2:S5GXNX0T123456M"}})
                 .size(),
             1u);
-  EXPECT_EQ(Value(sink_, "nvmeof_namespace_size_bytes", {{"namespace", "nvme1n1"}}),
+  EXPECT_EQ(Value(sink_, "nvmeof_namespace_size_bytes", {{"nvme_namespace", "nvme1n1"}}),
             2097152.0 * 512);
-  EXPECT_EQ(Value(sink_, "nvmeof_namespace_size_bytes", {{"namespace", "nvme3n1"}}),
+  EXPECT_EQ(Value(sink_, "nvmeof_namespace_size_bytes", {{"nvme_namespace", "nvme3n1"}}),
             1953525168.0 * 512);
 }
 
 TEST_F(NvmeHostFixture, PathsAndAnaState) {
   ASSERT_EQ(Select(sink_, "nvmeof_path_info").size(), 4u);
   // Two controllers, two paths, one namespace head.
-  auto paths = Select(sink_, "nvmeof_path_info", {{"namespace", "nvme1n1"}});
+  auto paths = Select(sink_, "nvmeof_path_info", {{"nvme_namespace", "nvme1n1"}});
   ASSERT_EQ(paths.size(), 2u);
-  EXPECT_EQ(ToMap(*paths[0]),
-            (LabelMap{{"controller", "nvme1"}, {"namespace", "nvme1n1"}, {"path", "nvme1c1n1"}}));
-  EXPECT_EQ(ToMap(*paths[1]),
-            (LabelMap{{"controller", "nvme2"}, {"namespace", "nvme1n1"}, {"path", "nvme1c2n1"}}));
+  EXPECT_EQ(
+      ToMap(*paths[0]),
+      (LabelMap{{"controller", "nvme1"}, {"nvme_namespace", "nvme1n1"}, {"path", "nvme1c1n1"}}));
+  EXPECT_EQ(
+      ToMap(*paths[1]),
+      (LabelMap{{"controller", "nvme2"}, {"nvme_namespace", "nvme1n1"}, {"path", "nvme1c2n1"}}));
   EXPECT_EQ(Select(sink_, "nvmeof_path_info",
-                   {{"controller", "nvme3"}, {"namespace", "nvme3n1"}, {"path", "nvme3n1"}})
+                   {{"controller", "nvme3"}, {"nvme_namespace", "nvme3n1"}, {"path", "nvme3n1"}})
                 .size(),
             1u);
 
@@ -213,7 +215,7 @@ TEST_F(NvmeHostFixture, PathsAndAnaState) {
     }
   }
   EXPECT_EQ(Select(sink_, "nvmeof_path_ana_state",
-                   {{"path", "nvme1c2n1"}, {"controller", "nvme2"}, {"namespace", "nvme1n1"}})
+                   {{"path", "nvme1c2n1"}, {"controller", "nvme2"}, {"nvme_namespace", "nvme1n1"}})
                 .size(),
             states.size());
   EXPECT_TRUE(Select(sink_, "nvmeof_path_ana_state", {{"path", "nvme3n1"}}).empty());
@@ -355,8 +357,9 @@ TEST_F(NvmeHostScratch, OddValuesAreSkipped) {
   EXPECT_EQ(sink.skipped(), 6u);
   EXPECT_EQ(Select(sink, "nvmeof_path_info").size(), 2u);  // nvme0c0n1 and nvme0n9
   EXPECT_EQ(Select(sink, "nvmeof_namespace_info").size(), 1u);
-  EXPECT_EQ(Select(sink, "nvmeof_namespace_info", {{"namespace", "nvme0n9"}, {"nsid", ""}}).size(),
-            1u);
+  EXPECT_EQ(
+      Select(sink, "nvmeof_namespace_info", {{"nvme_namespace", "nvme0n9"}, {"nsid", ""}}).size(),
+      1u);
 }
 
 TEST_F(NvmeHostScratch, EmptyRootIsSuccessWithoutSeries) {

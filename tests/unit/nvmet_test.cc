@@ -38,72 +38,68 @@ TEST_F(NvmetFixture, SucceedsWithoutSkips) {
 
 TEST_F(NvmetFixture, SubsystemInfo) {
   ASSERT_EQ(Select(sink_, "nvmeof_target_subsystem_info").size(), 2u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_subsystem_info", {{"subsystem", kNqnA}})[0]),
-            (LabelMap{{"subsystem", kNqnA},
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_subsystem_info", {{"nqn", kNqnA}})[0]),
+            (LabelMap{{"nqn", kNqnA},
                       {"serial", "9d4b8c1f2e3a5b6c7d8e"},
                       {"model", "Linux"},
                       {"version", "1.3"},
                       {"allow_any_host", "0"}}));
-  EXPECT_EQ(
-      Select(sink_, "nvmeof_target_subsystem_info", {{"subsystem", kNqnB}, {"allow_any_host", "1"}})
-          .size(),
-      1u);
+  EXPECT_EQ(Select(sink_, "nvmeof_target_subsystem_info", {{"nqn", kNqnB}, {"allow_any_host", "1"}})
+                .size(),
+            1u);
 }
 
 TEST_F(NvmetFixture, Namespaces) {
   ASSERT_EQ(Select(sink_, "nvmeof_target_namespace_info").size(), 3u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_namespace_info",
-                          {{"subsystem", kNqnA}, {"nsid", "1"}})[0]),
-            (LabelMap{{"subsystem", kNqnA},
-                      {"nsid", "1"},
-                      {"device_path", "/dev/nvme0n1"},
-                      {"device_uuid", "6f9a3c52-8d1e-4b7a-9c2f-0e5d4a3b2c1d"},
-                      {"ana_grpid", "1"}}));
+  EXPECT_EQ(
+      ToMap(*Select(sink_, "nvmeof_target_namespace_info", {{"nqn", kNqnA}, {"nsid", "1"}})[0]),
+      (LabelMap{{"nqn", kNqnA},
+                {"nsid", "1"},
+                {"device_path", "/dev/nvme0n1"},
+                {"device_uuid", "6f9a3c52-8d1e-4b7a-9c2f-0e5d4a3b2c1d"},
+                {"ana_grpid", "1"}}));
   EXPECT_EQ(Select(sink_, "nvmeof_target_namespace_info",
-                   {{"subsystem", kNqnB}, {"nsid", "1"}, {"device_path", "/dev/nullb0"}})
+                   {{"nqn", kNqnB}, {"nsid", "1"}, {"device_path", "/dev/nullb0"}})
                 .size(),
             1u);
-  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"subsystem", kNqnA}, {"nsid", "1"}}),
-            1);
-  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"subsystem", kNqnA}, {"nsid", "2"}}),
-            0);
-  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"subsystem", kNqnB}, {"nsid", "1"}}),
-            1);
+  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"nqn", kNqnA}, {"nsid", "1"}}), 1);
+  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"nqn", kNqnA}, {"nsid", "2"}}), 0);
+  EXPECT_EQ(Value(sink_, "nvmeof_target_namespace_enabled", {{"nqn", kNqnB}, {"nsid", "1"}}), 1);
 }
 
 TEST_F(NvmetFixture, AllowedHosts) {
   auto hosts = Select(sink_, "nvmeof_target_allowed_host");
   ASSERT_EQ(hosts.size(), 2u);
-  EXPECT_EQ(
-      ToMap(*hosts[0]),
-      (LabelMap{{"subsystem", kNqnA},
-                {"host", "nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427"}}));
-  EXPECT_EQ(
-      ToMap(*hosts[1]),
-      (LabelMap{{"subsystem", kNqnA},
-                {"host", "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0035-4b10-8044-b4c04f4d3232"}}));
-  EXPECT_TRUE(Select(sink_, "nvmeof_target_allowed_host", {{"subsystem", kNqnB}}).empty());
+  EXPECT_EQ(ToMap(*hosts[0]),
+            (LabelMap{{"nqn", kNqnA},
+                      {"hostnqn",
+                       "nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427"}}));
+  EXPECT_EQ(ToMap(*hosts[1]),
+            (LabelMap{{"nqn", kNqnA},
+                      {"hostnqn",
+                       "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0035-4b10-8044-b4c04f4d3232"}}));
+  EXPECT_TRUE(Select(sink_, "nvmeof_target_allowed_host", {{"nqn", kNqnB}}).empty());
 }
 
 TEST_F(NvmetFixture, Ports) {
   ASSERT_EQ(Select(sink_, "nvmeof_target_port_info").size(), 3u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_port_info", {{"port", "1"}})[0]),
-            (LabelMap{{"port", "1"},
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_port_info", {{"nvmet_port", "1"}})[0]),
+            (LabelMap{{"nvmet_port", "1"},
                       {"trtype", "rdma"},
                       {"traddr", "10.0.0.1"},
                       {"trsvcid", "4420"},
                       {"adrfam", "ipv4"}}));
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_port_info", {{"port", "2"}})[0]),
-            (LabelMap{{"port", "2"},
+  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_port_info", {{"nvmet_port", "2"}})[0]),
+            (LabelMap{{"nvmet_port", "2"},
                       {"trtype", "tcp"},
                       {"traddr", "192.168.1.10"},
                       {"trsvcid", "4421"},
                       {"adrfam", "ipv4"}}));
   auto links = Select(sink_, "nvmeof_target_port_subsystem");
   ASSERT_EQ(links.size(), 3u);
-  EXPECT_EQ(ToMap(*links[0]), (LabelMap{{"port", "1"}, {"subsystem", kNqnA}}));
-  EXPECT_EQ(ToMap(*links[1]), (LabelMap{{"port", "2"}, {"subsystem", kNqnB}}));
-  EXPECT_EQ(ToMap(*links[2]), (LabelMap{{"port", "3"}, {"subsystem", kNqnB}}));
+  EXPECT_EQ(ToMap(*links[0]), (LabelMap{{"nvmet_port", "1"}, {"nqn", kNqnA}}));
+  EXPECT_EQ(ToMap(*links[1]), (LabelMap{{"nvmet_port", "2"}, {"nqn", kNqnB}}));
+  EXPECT_EQ(ToMap(*links[2]), (LabelMap{{"nvmet_port", "3"}, {"nqn", kNqnB}}));
 }
 
 TEST_F(NvmetFixture, AnaGroupStateIsOneHot) {
@@ -112,10 +108,10 @@ TEST_F(NvmetFixture, AnaGroupStateIsOneHot) {
   EXPECT_EQ(Select(sink_, "nvmeof_target_ana_group_state").size(), 3 * states.size());
   for (const auto& s : states) {
     EXPECT_EQ(Value(sink_, "nvmeof_target_ana_group_state",
-                    {{"port", "1"}, {"group", "1"}, {"state", s}}),
+                    {{"nvmet_port", "1"}, {"group", "1"}, {"state", s}}),
               s == "optimized" ? 1 : 0);
     EXPECT_EQ(Value(sink_, "nvmeof_target_ana_group_state",
-                    {{"port", "3"}, {"group", "1"}, {"state", s}}),
+                    {{"nvmet_port", "3"}, {"group", "1"}, {"state", s}}),
               s == "non-optimized" ? 1 : 0);
   }
 }
@@ -143,21 +139,20 @@ TEST_F(NvmetScratch, OddFiles) {
   MetricSink sink;
   ASSERT_TRUE(Collect(sink));
   EXPECT_EQ(Select(sink, "nvmeof_target_namespace_info",
-                   {{"subsystem", "s1"}, {"nsid", "1"}, {"device_path", ""}})
+                   {{"nqn", "s1"}, {"nsid", "1"}, {"device_path", ""}})
                 .size(),
             1u);
   EXPECT_EQ(Select(sink, "nvmeof_target_namespace_info").size(), 3u);
   EXPECT_EQ(Select(sink, "nvmeof_target_namespace_enabled").size(), 1u);
-  EXPECT_EQ(ToMap(*Select(sink, "nvmeof_target_subsystem_info")[0]),
-            (LabelMap{{"subsystem", "s1"},
-                      {"serial", ""},
-                      {"model", ""},
-                      {"version", ""},
-                      {"allow_any_host", "1"}}));
   EXPECT_EQ(
-      ToMap(*Select(sink, "nvmeof_target_port_info")[0]),
+      ToMap(*Select(sink, "nvmeof_target_subsystem_info")[0]),
       (LabelMap{
-          {"port", "1"}, {"trtype", "tcp"}, {"traddr", ""}, {"trsvcid", ""}, {"adrfam", ""}}));
+          {"nqn", "s1"}, {"serial", ""}, {"model", ""}, {"version", ""}, {"allow_any_host", "1"}}));
+  EXPECT_EQ(ToMap(*Select(sink, "nvmeof_target_port_info")[0]), (LabelMap{{"nvmet_port", "1"},
+                                                                          {"trtype", "tcp"},
+                                                                          {"traddr", ""},
+                                                                          {"trsvcid", ""},
+                                                                          {"adrfam", ""}}));
   EXPECT_TRUE(Select(sink, "nvmeof_target_ana_group_state").empty());
   EXPECT_EQ(sink.skipped(), 4u);  // two enables, two ana states
 }

@@ -47,11 +47,13 @@ class PfcTree : public ScratchDir {
 std::vector<std::string> AllSeries(const MetricSink& sink) {
   std::vector<std::string> out;
   for (const char* name :
-       {"rdma_netdev_info", "rdma_pfc_pause_frames_total", "rdma_pfc_pause_seconds_total",
-        "rdma_pfc_pause_transitions_total", "rdma_link_pause_frames_total",
-        "rdma_link_pause_seconds_total", "rdma_link_pause_transitions_total",
-        "rdma_pause_storm_events_total", "rdma_phy_discards_total", "rdma_priority_discards_total",
-        "rdma_dcb_pfc_enabled", "rdma_dcb_pfc_requests_total", "rdma_dcb_pfc_indications_total"}) {
+       {"nvmeof_rdma_netdev_info", "nvmeof_rdma_pfc_pause_frames_total",
+        "nvmeof_rdma_pfc_pause_seconds_total", "nvmeof_rdma_pfc_pause_transitions_total",
+        "nvmeof_rdma_link_pause_frames_total", "nvmeof_rdma_link_pause_seconds_total",
+        "nvmeof_rdma_link_pause_transitions_total", "nvmeof_rdma_pause_storm_events_total",
+        "nvmeof_rdma_phy_discards_total", "nvmeof_rdma_priority_discards_total",
+        "nvmeof_rdma_dcb_pfc_enabled", "nvmeof_rdma_dcb_pfc_requests_total",
+        "nvmeof_rdma_dcb_pfc_indications_total"}) {
     const auto* f = sink.Find(name);
     if (!f) continue;
     for (const auto& m : f->metric) {
@@ -95,122 +97,128 @@ TEST_F(PfcFixtureTest, SucceedsWithoutSkips) {
 }
 
 TEST_F(PfcFixtureTest, NetdevInfoPerRdmaDevice) {
-  EXPECT_EQ(Value(sink_, "rdma_netdev_info",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_netdev_info",
                   {{"netdev", "ens1f0np0"},
                    {"driver", "mlx5_core"},
                    {"firmware_version", "22.39.2048 (MT_0000000359)"},
                    {"rdma_device", "mlx5_0"}}),
             1);
-  EXPECT_EQ(Value(sink_, "rdma_netdev_info",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_netdev_info",
                   {{"netdev", "ens1f1np1"}, {"driver", "mlx5_core"}, {"rdma_device", "mlx5_2"}}),
             1);
-  EXPECT_EQ(Value(sink_, "rdma_netdev_info",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_netdev_info",
                   {{"netdev", "ens2f0"}, {"driver", "ice"}, {"rdma_device", "irdma0"}}),
             1);
-  EXPECT_EQ(Value(sink_, "rdma_netdev_info",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_netdev_info",
                   {{"netdev", "ens3f0np0"}, {"driver", "bnxt_en"}, {"rdma_device", "bnxt_re0"}}),
             1);
-  EXPECT_EQ(Value(sink_, "rdma_netdev_info",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_netdev_info",
                   {{"netdev", "veth0"}, {"driver", "veth"}, {"rdma_device", "rxe0"}}),
             1);
-  EXPECT_EQ(Value(sink_, "rdma_netdev_info",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_netdev_info",
                   {{"netdev", "eth1"}, {"driver", "virtio_net"}, {"rdma_device", "siw0"}}),
             1);
-  EXPECT_EQ(Count(sink_, "rdma_netdev_info"), 6);  // mlx5_1 is an IB port without a netdev
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_netdev_info"), 6);  // mlx5_1 is an IB port without a netdev
 }
 
 TEST_F(PfcFixtureTest, Mlx5PfcOnPriority3) {
   const LabelMap rx3 = {{"netdev", "ens1f0np0"}, {"direction", "rx"}, {"priority", "3"}};
   const LabelMap tx3 = {{"netdev", "ens1f0np0"}, {"direction", "tx"}, {"priority", "3"}};
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_frames_total", rx3), 184312);
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_frames_total", tx3), 52870);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_frames_total", rx3), 184312);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_frames_total", tx3), 52870);
   // rx_prio3_pause_duration 9215600 us, tx 2643500 us.
-  EXPECT_DOUBLE_EQ(Value(sink_, "rdma_pfc_pause_seconds_total", rx3), 9.2156);
-  EXPECT_DOUBLE_EQ(Value(sink_, "rdma_pfc_pause_seconds_total", tx3), 2.6435);
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_transitions_total", rx3), 92156);
+  EXPECT_DOUBLE_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_seconds_total", rx3), 9.2156);
+  EXPECT_DOUBLE_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_seconds_total", tx3), 2.6435);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_transitions_total", rx3), 92156);
   // mlx5 lists PFC counters only for PFC-enabled priorities, and has no tx transition counter.
-  EXPECT_EQ(Count(sink_, "rdma_pfc_pause_frames_total", {{"netdev", "ens1f0np0"}}), 2);
-  EXPECT_EQ(Count(sink_, "rdma_pfc_pause_transitions_total", {{"netdev", "ens1f0np0"}}), 1);
-  EXPECT_EQ(Count(sink_, "rdma_link_pause_frames_total", {{"netdev", "ens1f0np0"}}), 0);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_pfc_pause_frames_total", {{"netdev", "ens1f0np0"}}), 2);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_pfc_pause_transitions_total", {{"netdev", "ens1f0np0"}}), 1);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_link_pause_frames_total", {{"netdev", "ens1f0np0"}}), 0);
 }
 
 TEST_F(PfcFixtureTest, Mlx5StormsAndDiscards) {
-  EXPECT_EQ(Value(sink_, "rdma_pause_storm_events_total",
-                  {{"netdev", "ens1f0np0"}, {"severity", "warning"}}),
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pause_storm_events_total",
+                  {{"netdev", "ens1f0np0"}, {"level", "warning"}}),
             3);
-  EXPECT_EQ(Value(sink_, "rdma_pause_storm_events_total",
-                  {{"netdev", "ens1f0np0"}, {"severity", "error"}}),
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pause_storm_events_total",
+                  {{"netdev", "ens1f0np0"}, {"level", "error"}}),
             1);
-  EXPECT_EQ(Value(sink_, "rdma_phy_discards_total", {{"netdev", "ens1f0np0"}, {"direction", "rx"}}),
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_phy_discards_total",
+                  {{"netdev", "ens1f0np0"}, {"direction", "rx"}}),
             1287);
-  EXPECT_EQ(Value(sink_, "rdma_phy_discards_total", {{"netdev", "ens1f0np0"}, {"direction", "tx"}}),
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_phy_discards_total",
+                  {{"netdev", "ens1f0np0"}, {"direction", "tx"}}),
             0);
-  EXPECT_EQ(Value(sink_, "rdma_priority_discards_total",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_priority_discards_total",
                   {{"netdev", "ens1f0np0"}, {"direction", "rx"}, {"priority", "3"}}),
             1203);
-  EXPECT_EQ(Value(sink_, "rdma_priority_discards_total",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_priority_discards_total",
                   {{"netdev", "ens1f0np0"}, {"direction", "rx"}, {"priority", "0"}}),
             84);
-  EXPECT_EQ(Count(sink_, "rdma_priority_discards_total", {{"netdev", "ens1f0np0"}}), 8);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_priority_discards_total", {{"netdev", "ens1f0np0"}}), 8);
 }
 
 TEST_F(PfcFixtureTest, Mlx5LinkPause) {
   const LabelMap rx = {{"netdev", "ens1f1np1"}, {"direction", "rx"}};
   const LabelMap tx = {{"netdev", "ens1f1np1"}, {"direction", "tx"}};
-  EXPECT_EQ(Value(sink_, "rdma_link_pause_frames_total", rx), 4410);
-  EXPECT_EQ(Value(sink_, "rdma_link_pause_frames_total", tx), 1210);
-  EXPECT_DOUBLE_EQ(Value(sink_, "rdma_link_pause_seconds_total", rx), 0.2205);
-  EXPECT_DOUBLE_EQ(Value(sink_, "rdma_link_pause_seconds_total", tx), 0.0605);
-  EXPECT_EQ(Value(sink_, "rdma_link_pause_transitions_total", rx), 2205);
-  EXPECT_EQ(Count(sink_, "rdma_pfc_pause_frames_total", {{"netdev", "ens1f1np1"}}), 0);
-  EXPECT_EQ(Value(sink_, "rdma_pause_storm_events_total",
-                  {{"netdev", "ens1f1np1"}, {"severity", "error"}}),
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_link_pause_frames_total", rx), 4410);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_link_pause_frames_total", tx), 1210);
+  EXPECT_DOUBLE_EQ(Value(sink_, "nvmeof_rdma_link_pause_seconds_total", rx), 0.2205);
+  EXPECT_DOUBLE_EQ(Value(sink_, "nvmeof_rdma_link_pause_seconds_total", tx), 0.0605);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_link_pause_transitions_total", rx), 2205);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_pfc_pause_frames_total", {{"netdev", "ens1f1np1"}}), 0);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pause_storm_events_total",
+                  {{"netdev", "ens1f1np1"}, {"level", "error"}}),
             0);
 }
 
 TEST_F(PfcFixtureTest, IceCountsXoffOnly) {
   // rx_priority_3_xoff.nic 96241, rx_priority_3_xon.nic 96238: pause frames are the XOFF ones.
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_frames_total",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_frames_total",
                   {{"netdev", "ens2f0"}, {"direction", "rx"}, {"priority", "3"}}),
             96241);
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_frames_total",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_frames_total",
                   {{"netdev", "ens2f0"}, {"direction", "tx"}, {"priority", "3"}}),
             31877);
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_frames_total",
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_frames_total",
                   {{"netdev", "ens2f0"}, {"direction", "rx"}, {"priority", "0"}}),
             0);
-  EXPECT_EQ(Count(sink_, "rdma_pfc_pause_frames_total", {{"netdev", "ens2f0"}}), 16);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_pfc_pause_frames_total", {{"netdev", "ens2f0"}}), 16);
   // The same number ice's DCB ieee_getpfc reports.
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_dcb_pfc_indications_total",
+                  {{"netdev", "ens2f0"}, {"priority", "3"}}),
+            96241);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_link_pause_frames_total",
+                  {{"netdev", "ens2f0"}, {"direction", "rx"}}),
+            0);
   EXPECT_EQ(
-      Value(sink_, "rdma_dcb_pfc_indications_total", {{"netdev", "ens2f0"}, {"priority", "3"}}),
-      96241);
-  EXPECT_EQ(
-      Value(sink_, "rdma_link_pause_frames_total", {{"netdev", "ens2f0"}, {"direction", "rx"}}), 0);
-  EXPECT_EQ(Value(sink_, "rdma_phy_discards_total", {{"netdev", "ens2f0"}, {"direction", "rx"}}),
-            342);
-  EXPECT_EQ(Count(sink_, "rdma_phy_discards_total", {{"netdev", "ens2f0"}}), 1);
+      Value(sink_, "nvmeof_rdma_phy_discards_total", {{"netdev", "ens2f0"}, {"direction", "rx"}}),
+      342);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_phy_discards_total", {{"netdev", "ens2f0"}}), 1);
   // ice has no pause duration, transition or storm counters.
-  EXPECT_EQ(Count(sink_, "rdma_pfc_pause_seconds_total", {{"netdev", "ens2f0"}}), 0);
-  EXPECT_EQ(Count(sink_, "rdma_pause_storm_events_total", {{"netdev", "ens2f0"}}), 0);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_pfc_pause_seconds_total", {{"netdev", "ens2f0"}}), 0);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_pause_storm_events_total", {{"netdev", "ens2f0"}}), 0);
 }
 
 TEST_F(PfcFixtureTest, BnxtFramesDurationTransitions) {
   const LabelMap rx3 = {{"netdev", "ens3f0np0"}, {"direction", "rx"}, {"priority", "3"}};
   const LabelMap tx3 = {{"netdev", "ens3f0np0"}, {"direction", "tx"}, {"priority", "3"}};
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_frames_total", rx3), 75420);
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_frames_total", tx3), 21230);
-  EXPECT_DOUBLE_EQ(Value(sink_, "rdma_pfc_pause_seconds_total", rx3), 3.771);
-  EXPECT_DOUBLE_EQ(Value(sink_, "rdma_pfc_pause_seconds_total", tx3), 1.0615);
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_transitions_total", rx3), 37710);
-  EXPECT_EQ(Value(sink_, "rdma_pfc_pause_transitions_total", tx3), 10615);
-  EXPECT_EQ(Count(sink_, "rdma_pfc_pause_frames_total", {{"netdev", "ens3f0np0"}}), 16);
-  EXPECT_EQ(Count(sink_, "rdma_pfc_pause_seconds_total", {{"netdev", "ens3f0np0"}}), 16);
-  EXPECT_EQ(
-      Value(sink_, "rdma_link_pause_frames_total", {{"netdev", "ens3f0np0"}, {"direction", "tx"}}),
-      0);
-  EXPECT_EQ(Value(sink_, "rdma_phy_discards_total", {{"netdev", "ens3f0np0"}, {"direction", "rx"}}),
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_frames_total", rx3), 75420);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_frames_total", tx3), 21230);
+  EXPECT_DOUBLE_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_seconds_total", rx3), 3.771);
+  EXPECT_DOUBLE_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_seconds_total", tx3), 1.0615);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_transitions_total", rx3), 37710);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_pfc_pause_transitions_total", tx3), 10615);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_pfc_pause_frames_total", {{"netdev", "ens3f0np0"}}), 16);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_pfc_pause_seconds_total", {{"netdev", "ens3f0np0"}}), 16);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_link_pause_frames_total",
+                  {{"netdev", "ens3f0np0"}, {"direction", "tx"}}),
+            0);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_phy_discards_total",
+                  {{"netdev", "ens3f0np0"}, {"direction", "rx"}}),
             57);
-  EXPECT_EQ(Count(sink_, "rdma_dcb_pfc_enabled", {{"netdev", "ens3f0np0"}}), 0);  // no dcb_pfc
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_dcb_pfc_enabled", {{"netdev", "ens3f0np0"}}),
+            0);  // no dcb_pfc
 }
 
 TEST_F(PfcFixtureTest, VirtualNetdevsOnlyHaveInfo) {
@@ -225,18 +233,21 @@ TEST_F(PfcFixtureTest, VirtualNetdevsOnlyHaveInfo) {
 }
 
 TEST_F(PfcFixtureTest, DcbUnderItsOwnNames) {
-  EXPECT_EQ(Value(sink_, "rdma_dcb_pfc_enabled", {{"netdev", "ens1f0np0"}, {"priority", "3"}}), 1);
-  EXPECT_EQ(Value(sink_, "rdma_dcb_pfc_enabled", {{"netdev", "ens1f0np0"}, {"priority", "4"}}), 0);
-  EXPECT_EQ(Count(sink_, "rdma_dcb_pfc_enabled", {{"netdev", "ens1f0np0"}}), 8);
   EXPECT_EQ(
-      Value(sink_, "rdma_dcb_pfc_requests_total", {{"netdev", "ens1f0np0"}, {"priority", "3"}}),
-      52870);
+      Value(sink_, "nvmeof_rdma_dcb_pfc_enabled", {{"netdev", "ens1f0np0"}, {"priority", "3"}}), 1);
   EXPECT_EQ(
-      Value(sink_, "rdma_dcb_pfc_indications_total", {{"netdev", "ens1f0np0"}, {"priority", "3"}}),
-      184312);
-  EXPECT_EQ(Value(sink_, "rdma_dcb_pfc_enabled", {{"netdev", "ens1f1np1"}, {"priority", "0"}}), 0);
+      Value(sink_, "nvmeof_rdma_dcb_pfc_enabled", {{"netdev", "ens1f0np0"}, {"priority", "4"}}), 0);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_dcb_pfc_enabled", {{"netdev", "ens1f0np0"}}), 8);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_dcb_pfc_requests_total",
+                  {{"netdev", "ens1f0np0"}, {"priority", "3"}}),
+            52870);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_dcb_pfc_indications_total",
+                  {{"netdev", "ens1f0np0"}, {"priority", "3"}}),
+            184312);
+  EXPECT_EQ(
+      Value(sink_, "nvmeof_rdma_dcb_pfc_enabled", {{"netdev", "ens1f1np1"}, {"priority", "0"}}), 0);
   // Three netdevs have a dcb_pfc fixture.
-  EXPECT_EQ(Count(sink_, "rdma_dcb_pfc_requests_total"), 24);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_dcb_pfc_requests_total"), 24);
 }
 
 // ---- Filters and empty roots (own temp trees) ------------------------------------------------
@@ -251,16 +262,17 @@ TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
   {
     MetricSink sink;  // default: only the RDMA netdev
     ASSERT_TRUE(NewPfcCollector(o)->Collect(sink));
-    EXPECT_EQ(Count(sink, "rdma_netdev_info"), 1);
-    EXPECT_EQ(Count(sink, "rdma_netdev_info", {{"netdev", "ens1f0np0"}}), 1);
+    EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info"), 1);
+    EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info", {{"netdev", "ens1f0np0"}}), 1);
   }
   {
     o.pfc.netdevs.include = std::regex("ens2f0|veth0|bonding_masters");
     MetricSink sink;
     ASSERT_TRUE(NewPfcCollector(o)->Collect(sink));
-    EXPECT_EQ(Count(sink, "rdma_netdev_info"), 3);
-    EXPECT_EQ(Count(sink, "rdma_netdev_info", {{"netdev", "ens2f0"}, {"rdma_device", ""}}), 1);
-    EXPECT_EQ(Value(sink, "rdma_pfc_pause_frames_total",
+    EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info"), 3);
+    EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info", {{"netdev", "ens2f0"}, {"rdma_device", ""}}),
+              1);
+    EXPECT_EQ(Value(sink, "nvmeof_rdma_pfc_pause_frames_total",
                     {{"netdev", "ens2f0"}, {"direction", "rx"}, {"priority", "3"}}),
               96241);
     EXPECT_EQ(sink.skipped(), 0u);
@@ -269,9 +281,9 @@ TEST(PfcFilters, IncludeAddsNetdevsExcludeRemovesAny) {
     o.pfc.netdevs.exclude = std::regex("ens1f0np0|veth0");
     MetricSink sink;
     ASSERT_TRUE(NewPfcCollector(o)->Collect(sink));
-    EXPECT_EQ(Count(sink, "rdma_netdev_info"), 1);
-    EXPECT_EQ(Count(sink, "rdma_netdev_info", {{"netdev", "ens2f0"}}), 1);
-    EXPECT_EQ(Count(sink, "rdma_pfc_pause_frames_total", {{"netdev", "ens1f0np0"}}), 0);
+    EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info"), 1);
+    EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info", {{"netdev", "ens2f0"}}), 1);
+    EXPECT_EQ(Count(sink, "nvmeof_rdma_pfc_pause_frames_total", {{"netdev", "ens1f0np0"}}), 0);
   }
   {
     CollectorOptions o2 = FixtureOptions(t.path() + "/sys", kEthtool);
@@ -288,10 +300,10 @@ TEST(PfcFilters, NetdevOnTwoRdmaDevicesIsReadOnce) {
   t.RdmaDevice("rxe0", "ens1f0np0");  // soft-RoCE on top of the same netdev
   MetricSink sink;
   ASSERT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", kEthtool))->Collect(sink));
-  EXPECT_EQ(Count(sink, "rdma_netdev_info"), 2);
-  EXPECT_EQ(Count(sink, "rdma_netdev_info", {{"rdma_device", "rxe0"}}), 1);
-  EXPECT_EQ(Count(sink, "rdma_pfc_pause_frames_total"), 2);
-  EXPECT_EQ(Count(sink, "rdma_dcb_pfc_enabled"), 8);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info"), 2);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info", {{"rdma_device", "rxe0"}}), 1);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_pfc_pause_frames_total"), 2);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_dcb_pfc_enabled"), 8);
 }
 
 TEST(PfcEmpty, NoRootNoNetdevsIsSuccessWithoutSeries) {
@@ -318,8 +330,8 @@ TEST(PfcFixtureSource, MissingNetdevIsSkippedNotFatal) {
   MetricSink sink;
   EXPECT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", kEthtool))->Collect(sink));
   EXPECT_EQ(sink.skipped(), 2u);  // driver info and statistics of gone0
-  EXPECT_EQ(Count(sink, "rdma_netdev_info", {{"netdev", "gone0"}}), 0);
-  EXPECT_EQ(Count(sink, "rdma_netdev_info", {{"netdev", "ens1f0np0"}}), 1);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info", {{"netdev", "gone0"}}), 0);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info", {{"netdev", "ens1f0np0"}}), 1);
 }
 
 TEST(PfcFixtureSource, EverythingUnreadableFailsTheCollector) {
@@ -347,12 +359,13 @@ TEST(PfcFixtureSource, MalformedLinesAndFilesAreSkipped) {
   MetricSink sink;
   EXPECT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", t.path() + "/eth"))->Collect(sink));
   EXPECT_EQ(sink.skipped(), 5u);  // four bad lines and the DCB file
-  EXPECT_EQ(Value(sink, "rdma_pfc_pause_frames_total", {{"direction", "rx"}, {"priority", "3"}}),
-            10);
-  EXPECT_EQ(Count(sink, "rdma_pfc_pause_frames_total"), 1);
-  EXPECT_EQ(Count(sink, "rdma_phy_discards_total"), 0);
-  EXPECT_EQ(Value(sink, "rdma_pause_storm_events_total", {{"severity", "error"}}), 2);
-  EXPECT_EQ(Count(sink, "rdma_dcb_pfc_enabled"), 0);
+  EXPECT_EQ(
+      Value(sink, "nvmeof_rdma_pfc_pause_frames_total", {{"direction", "rx"}, {"priority", "3"}}),
+      10);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_pfc_pause_frames_total"), 1);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_phy_discards_total"), 0);
+  EXPECT_EQ(Value(sink, "nvmeof_rdma_pause_storm_events_total", {{"level", "error"}}), 2);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_dcb_pfc_enabled"), 0);
 }
 
 TEST(PfcFixtureSource, DuplicateNamesGiveOneSeriesAndUnknownDriversNone) {
@@ -365,9 +378,9 @@ TEST(PfcFixtureSource, DuplicateNamesGiveOneSeriesAndUnknownDriversNone) {
   t.Write("eth/foo0/stats", "NIC statistics:\n     rx_prio3_pause: 5\n     rx_pause_frames: 1\n");
   MetricSink sink;
   EXPECT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", t.path() + "/eth"))->Collect(sink));
-  EXPECT_EQ(Count(sink, "rdma_pfc_pause_frames_total"), 1);
-  EXPECT_EQ(Value(sink, "rdma_pfc_pause_frames_total", {{"netdev", "dup0"}}), 5);
-  EXPECT_EQ(Value(sink, "rdma_netdev_info", {{"netdev", "foo0"}, {"driver", "foo"}}), 1);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_pfc_pause_frames_total"), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_rdma_pfc_pause_frames_total", {{"netdev", "dup0"}}), 5);
+  EXPECT_EQ(Value(sink, "nvmeof_rdma_netdev_info", {{"netdev", "foo0"}, {"driver", "foo"}}), 1);
   EXPECT_EQ(sink.skipped(), 0u);
 }
 
@@ -463,7 +476,7 @@ TEST(PfcSource, DcbAbsentIsNotASkipDcbFailureIs) {
     MetricSink sink;
     EXPECT_TRUE(NewPfcCollectorWithSource(o, std::move(src))->Collect(sink));
     *skipped = sink.skipped();
-    *enabled = Count(sink, "rdma_dcb_pfc_enabled");
+    *enabled = Count(sink, "nvmeof_rdma_dcb_pfc_enabled");
   };
   size_t skipped;
   int enabled;
@@ -483,7 +496,7 @@ TEST(PfcSource, FixtureDirChoosesTheFixtureSource) {
   t.RdmaDevice("mlx5_0", "ens1f0np0");
   MetricSink sink;
   ASSERT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", kEthtool))->Collect(sink));
-  EXPECT_EQ(Value(sink, "rdma_netdev_info", {{"netdev", "ens1f0np0"}}), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_rdma_netdev_info", {{"netdev", "ens1f0np0"}}), 1);
   EXPECT_NE(FindCollector("pfc"), nullptr);
 }
 
@@ -630,11 +643,11 @@ TEST_F(PfcRealTest, CollectorOnARealVethBoundToAFakeRdmaDevice) {
   o.paths.sysfs = t.path() + "/sys";
   MetricSink sink;
   ASSERT_TRUE(NewPfcCollector(o)->Collect(sink));
-  EXPECT_EQ(Value(sink, "rdma_netdev_info",
+  EXPECT_EQ(Value(sink, "nvmeof_rdma_netdev_info",
                   {{"netdev", "nvtestv2"}, {"driver", "veth"}, {"rdma_device", "rxe_test"}}),
             1);
-  EXPECT_EQ(Count(sink, "rdma_netdev_info"), 1);
-  EXPECT_EQ(Count(sink, "rdma_dcb_pfc_enabled"), 0);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_netdev_info"), 1);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_dcb_pfc_enabled"), 0);
   EXPECT_EQ(sink.skipped(), 2u);  // nvtest_gone: driver info and statistics (ENODEV)
 }
 

@@ -31,6 +31,8 @@
 #include "tests/unit/netlink_replay.h"
 #include "tests/unit/sink_query.h"
 
+#include <prometheus/text_serializer.h>
+
 namespace nvmeof {
 namespace {
 
@@ -105,8 +107,8 @@ Buf Cat(std::initializer_list<Buf> parts) {
 class ReplyDir {
  public:
   explicit ReplyDir(const std::string& kernel = "6.12") {
-    dir_ = fs::temp_directory_path() /
-           ("rdma_netlink_test." + std::to_string(::getpid()) + "." + std::to_string(counter_++));
+    dir_ = fs::temp_directory_path() / ("nvmeof_rdma_netlink_test." + std::to_string(::getpid()) +
+                                        "." + std::to_string(counter_++));
     fs::create_directories(dir_);
     for (const auto& e : fs::directory_iterator(kFixtures + "/" + kernel)) {
       if (e.path().extension() == ".bin") fs::copy_file(e.path(), dir_ / e.path().filename());
@@ -221,14 +223,14 @@ std::map<std::string, double> RdmaJsonNumbers(const std::string& path) {
 }
 
 const std::set<std::string> kFamilies = {
-    "rdma_netlink_device_info",
-    "rdma_netlink_port_info",
-    "rdma_netlink_port_stat_total",
-    "rdma_netlink_optional_counter_enabled",
-    "rdma_resources",
-    "rdma_netlink_qp_info",
-    "rdma_netlink_qp_counter_binding",
-    "rdma_netlink_qp_stat_total",
+    "nvmeof_rdma_netlink_device_info",
+    "nvmeof_rdma_netlink_port_info",
+    "nvmeof_rdma_netlink_port_stat_total",
+    "nvmeof_rdma_netlink_optional_stat_enabled",
+    "nvmeof_rdma_resources",
+    "nvmeof_rdma_netlink_qp_info",
+    "nvmeof_rdma_netlink_qp_bound",
+    "nvmeof_rdma_netlink_qp_stat_total",
     "nvmeof_exporter_rdma_netlink_reply_bytes",
     "nvmeof_exporter_rdma_netlink_budget_exhausted",
     "nvmeof_exporter_rdma_netlink_request_failures",
@@ -263,48 +265,50 @@ TEST_P(Recorded, MatchesRdmaTool) {
   size_t compared = 0;
   for (const auto& [name, before] : pre) {
     if (name == "port" || name == "ifindex") continue;
-    const double v = Value(s.sink, "rdma_netlink_port_stat_total",
-                           {{"device", "rxe0"}, {"port", "1"}, {"counter", name}});
+    const double v = Value(s.sink, "nvmeof_rdma_netlink_port_stat_total",
+                           {{"rdma_device", "rxe0"}, {"rdma_port", "1"}, {"counter", name}});
     EXPECT_GE(v, before) << name;
     EXPECT_LE(v, post.at(name)) << name;
     ++compared;
   }
-  EXPECT_EQ(compared, Select(s.sink, "rdma_netlink_port_stat_total").size());
-  EXPECT_GT(Value(s.sink, "rdma_netlink_port_stat_total", {{"counter", "sent_pkts"}}), 1000)
+  EXPECT_EQ(compared, Select(s.sink, "nvmeof_rdma_netlink_port_stat_total").size());
+  EXPECT_GT(Value(s.sink, "nvmeof_rdma_netlink_port_stat_total", {{"counter", "sent_pkts"}}), 1000)
       << "the fixture was taken after NVMe/RDMA I/O";
 
   const auto res = RdmaJsonNumbers(dir() + "/rdma-res-final-pre.json");
   for (const char* type : {"pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"}) {
-    EXPECT_EQ(Value(s.sink, "rdma_resources", {{"device", "rxe0"}, {"type", type}}), res.at(type))
+    EXPECT_EQ(Value(s.sink, "nvmeof_rdma_resources", {{"rdma_device", "rxe0"}, {"type", type}}),
+              res.at(type))
         << type;
   }
   // The VM's numbers (vm-recipe.md): 2 CPUs -> admin + 2 I/O queues, each a QP on both sides.
-  EXPECT_EQ(Value(s.sink, "rdma_resources", {{"type", "qp"}}), 7);
-  EXPECT_EQ(Value(s.sink, "rdma_resources", {{"type", "mr"}}), 288);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_resources", {{"type", "qp"}}), 7);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_resources", {{"type", "mr"}}), 288);
 }
 
 TEST_P(Recorded, DevicePortAndQps) {
   auto s = ScrapeDir(dir(), PerQp());
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_device_info", {{"device", "rxe0"}, {"protocol", "roce"}}),
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_netlink_device_info",
+                  {{"rdma_device", "rxe0"}, {"protocol", "roce"}}),
             1);
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_port_info",
-                  {{"device", "rxe0"}, {"port", "1"}, {"netdev", "veth0"}}),
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_netlink_port_info",
+                  {{"rdma_device", "rxe0"}, {"rdma_port", "1"}, {"netdev", "veth0"}}),
             1);
   // NVMe-oF queues: host QPs belong to nvme_rdma and go to the target port, target QPs to
   // nvmet_rdma on it; the GSI QP is ib_core's. rxe offers no optional counters and no binding.
-  EXPECT_EQ(
-      Select(s.sink, "rdma_netlink_qp_info", {{"owner", "nvme_rdma"}, {"dst", "10.10.10.1:4420"}})
-          .size(),
-      3u);
-  EXPECT_EQ(
-      Select(s.sink, "rdma_netlink_qp_info", {{"owner", "nvmet_rdma"}, {"src", "10.10.10.1:4420"}})
-          .size(),
-      3u);
-  EXPECT_EQ(
-      Value(s.sink, "rdma_netlink_qp_info", {{"qpn", "1"}, {"type", "gsi"}, {"owner", "ib_core"}}),
-      1);
-  EXPECT_TRUE(Select(s.sink, "rdma_netlink_optional_counter_enabled").empty());
-  EXPECT_TRUE(Select(s.sink, "rdma_netlink_qp_stat_total").empty());
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_qp_info",
+                   {{"owner", "nvme_rdma"}, {"dst", "10.10.10.1:4420"}})
+                .size(),
+            3u);
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_qp_info",
+                   {{"owner", "nvmet_rdma"}, {"src", "10.10.10.1:4420"}})
+                .size(),
+            3u);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_netlink_qp_info",
+                  {{"qpn", "1"}, {"type", "gsi"}, {"owner", "ib_core"}}),
+            1);
+  EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_optional_stat_enabled").empty());
+  EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_qp_stat_total").empty());
   EXPECT_TRUE(Select(s.sink, "nvmeof_exporter_rdma_netlink_request_failures").empty());
 }
 
@@ -312,7 +316,7 @@ TEST_P(Recorded, DevicePortAndQps) {
 TEST_P(Recorded, PerQpOnlyWhenConfigured) {
   auto s = ScrapeDir(dir());
   ASSERT_TRUE(s.ok);
-  EXPECT_TRUE(Select(s.sink, "rdma_netlink_qp_info").empty());
+  EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_qp_info").empty());
   EXPECT_TRUE(Select(s.sink, "nvmeof_exporter_rdma_netlink_qp_series_dropped").empty());
   for (const auto& r : s.requests) {
     EXPECT_NE(r.cmd, RDMA_NLDEV_CMD_RES_QP_GET);
@@ -320,7 +324,7 @@ TEST_P(Recorded, PerQpOnlyWhenConfigured) {
     EXPECT_FALSE(r.stat_res.has_value());
     EXPECT_NE(r.cmd, RDMA_NLDEV_CMD_STAT_SET) << "nothing is ever set unless configured";
   }
-  EXPECT_EQ(Select(s.sink, "rdma_netlink_port_stat_total").size(), 15u);
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_port_stat_total").size(), 15u);
 }
 
 TEST_P(Recorded, QpSeriesLimit) {
@@ -328,7 +332,7 @@ TEST_P(Recorded, QpSeriesLimit) {
   o.max_qp_series = 3;
   auto s = ScrapeDir(dir(), o);
   ASSERT_TRUE(s.ok);
-  EXPECT_EQ(Select(s.sink, "rdma_netlink_qp_info").size(), 3u);
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_qp_info").size(), 3u);
   EXPECT_EQ(Value(s.sink, "nvmeof_exporter_rdma_netlink_qp_series_dropped"), 4);
   EXPECT_EQ(s.sink.skipped(), 4u);
 }
@@ -338,8 +342,8 @@ TEST_P(Recorded, DeviceFilter) {
   f.exclude = std::regex("rxe.*");
   auto s = ScrapeDir(dir(), PerQp(), f);
   ASSERT_TRUE(s.ok);
-  EXPECT_TRUE(Select(s.sink, "rdma_netlink_device_info").empty());
-  EXPECT_TRUE(Select(s.sink, "rdma_resources").empty());
+  EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_device_info").empty());
+  EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_resources").empty());
   EXPECT_EQ(s.requests.size(), 1u) << "only the device list is read";
 }
 
@@ -423,7 +427,7 @@ TEST(RdmaNetlinkMalformed, EveryTruncation) {
       const std::string what = std::string(key) + " cut at " + std::to_string(n);
       if (std::string(key) == "get" && !s.ok) {
         // Without the device list nothing else exists: the source failed, no series.
-        EXPECT_TRUE(Select(s.sink, "rdma_netlink_device_info").empty()) << what;
+        EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_device_info").empty()) << what;
         continue;
       }
       EXPECT_TRUE(s.ok) << what;
@@ -433,13 +437,13 @@ TEST(RdmaNetlinkMalformed, EveryTruncation) {
         // unfinished dump is still reported. (A device list without DONE may lack devices:
         // that costs a skip.)
         EXPECT_EQ(s.sink.skipped(), 0u) << what;
-        EXPECT_EQ(Value(s.sink, "rdma_resources", {{"type", "qp"}}), 7) << what;
+        EXPECT_EQ(Value(s.sink, "nvmeof_rdma_resources", {{"type", "qp"}}), 7) << what;
       } else {
         EXPECT_GE(s.sink.skipped(), 1u) << what;
       }
       EXPECT_FALSE(Select(s.sink, "nvmeof_exporter_rdma_netlink_request_failures").empty()) << what;
       if (std::string(key) == "stat_get-d0-p1") {
-        EXPECT_TRUE(Select(s.sink, "rdma_netlink_port_stat_total").empty()) << what;
+        EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_port_stat_total").empty()) << what;
       }
     }
     dir.Put(key, whole);
@@ -456,7 +460,7 @@ TEST(RdmaNetlinkMalformed, BadLengthsAndGarbage) {
     dir.Put("stat_get-d0-p1", bad);
     auto s = ScrapeDir(dir.path());
     EXPECT_TRUE(s.ok);
-    EXPECT_TRUE(Select(s.sink, "rdma_netlink_port_stat_total").empty());
+    EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_port_stat_total").empty());
     EXPECT_EQ(Failures(s.sink, "stat_get", "malformed"), 1) << len;
     EXPECT_EQ(s.sink.skipped(), 1u);
   }
@@ -466,10 +470,10 @@ TEST(RdmaNetlinkMalformed, BadLengthsAndGarbage) {
   std::memcpy(bad.data() + NLMSG_HDRLEN, &big, 2);
   dir.Put("stat_get-d0-p1", bad);
   auto s = ScrapeDir(dir.path());
-  EXPECT_TRUE(Select(s.sink, "rdma_netlink_port_stat_total").empty());
+  EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_port_stat_total").empty());
   EXPECT_EQ(s.sink.skipped(), 1u);
   // Resource summary and devices still come through.
-  EXPECT_EQ(Value(s.sink, "rdma_resources", {{"type", "qp"}}), 7);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_resources", {{"type", "qp"}}), 7);
 
   // Random bytes instead of every reply: no crash.
   std::srand(7);
@@ -524,8 +528,8 @@ TEST(RdmaNetlinkMalformed, BadEntrySkippedAlone) {
                                 .Nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS, counters)
                                 .Message(RDMA_NLDEV_CMD_STAT_GET));
   auto s = ScrapeDir(dir.path());
-  EXPECT_EQ(Select(s.sink, "rdma_netlink_port_stat_total").size(), 1u);
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_port_stat_total", {{"counter", "sent_pkts"}}), 42);
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_port_stat_total").size(), 1u);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_netlink_port_stat_total", {{"counter", "sent_pkts"}}), 42);
   EXPECT_EQ(s.sink.skipped(), 2u);
 }
 
@@ -538,8 +542,8 @@ TEST(RdmaNetlinkErrors, EpermAndEopnotsuppSkip) {
     dir.Put("res_get", Error(err));
     auto s = ScrapeDir(dir.path());
     EXPECT_TRUE(s.ok);
-    EXPECT_TRUE(Select(s.sink, "rdma_netlink_port_stat_total").empty());
-    EXPECT_TRUE(Select(s.sink, "rdma_resources").empty());
+    EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_port_stat_total").empty());
+    EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_resources").empty());
     const std::string reason = err == EPERM ? "EPERM" : "EOPNOTSUPP";
     EXPECT_EQ(Failures(s.sink, "stat_get", reason), 1);
     EXPECT_EQ(Failures(s.sink, "res_get", reason), 1);
@@ -555,7 +559,7 @@ TEST(RdmaNetlinkErrors, NoStatusCommandOnOldKernels) {
   EXPECT_TRUE(s.ok);
   EXPECT_EQ(s.sink.skipped(), 0u);
   EXPECT_TRUE(Select(s.sink, "nvmeof_exporter_rdma_netlink_request_failures").empty());
-  EXPECT_EQ(Select(s.sink, "rdma_netlink_port_stat_total").size(), 15u);
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_port_stat_total").size(), 15u);
 }
 
 TEST(RdmaNetlinkErrors, DeviceListErrorFailsTheCollector) {
@@ -574,7 +578,7 @@ TEST(RdmaNetlinkErrors, DumpWithoutDone) {
   ASSERT_EQ(scan.data.size(), 1u);
   dir.Put("res_get", Buf(scan.data[0].raw.begin(), scan.data[0].raw.end()));
   auto s = ScrapeDir(dir.path());
-  EXPECT_EQ(Value(s.sink, "rdma_resources", {{"type", "qp"}}), 7);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_resources", {{"type", "qp"}}), 7);
   EXPECT_EQ(Failures(s.sink, "res_get", "malformed"), 1);
 }
 
@@ -589,9 +593,9 @@ TEST(RdmaNetlinkBudget, ByteBudget) {
   EXPECT_EQ(Value(s.sink, "nvmeof_exporter_rdma_netlink_budget_exhausted"), 1);
   EXPECT_LE(Value(s.sink, "nvmeof_exporter_rdma_netlink_reply_bytes"), 600);
   EXPECT_GE(s.sink.skipped(), 1u);
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_device_info", {{"device", "rxe0"}}), 1);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_netlink_device_info", {{"rdma_device", "rxe0"}}), 1);
   // After the budget is gone no request gets through, and nothing is invented.
-  EXPECT_TRUE(Select(s.sink, "rdma_netlink_qp_info").empty());
+  EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_qp_info").empty());
   double failed = 0;
   for (const auto* m : Select(s.sink, "nvmeof_exporter_rdma_netlink_request_failures")) {
     failed += m->gauge.value;
@@ -640,14 +644,16 @@ TEST(RdmaNetlinkOptional, ReportsStateAndSetsNothingUnasked) {
   ReplyDir dir;
   dir.Put("stat_get_status-d0-p1", StatusReply(kMlx5Status));
   auto s = ScrapeDir(dir.path());
-  EXPECT_EQ(Select(s.sink, "rdma_netlink_optional_counter_enabled").size(), 3u);
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_optional_counter_enabled", {{"counter", "cc_rx_ce_pkts"}}),
-            1);
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_optional_counter_enabled", {{"counter", "cc_rx_cnp_pkts"}}),
-            0);
-  EXPECT_TRUE(
-      Select(s.sink, "rdma_netlink_optional_counter_enabled", {{"counter", "rx_write_requests"}})
-          .empty());
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_optional_stat_enabled").size(), 3u);
+  EXPECT_EQ(
+      Value(s.sink, "nvmeof_rdma_netlink_optional_stat_enabled", {{"counter", "cc_rx_ce_pkts"}}),
+      1);
+  EXPECT_EQ(
+      Value(s.sink, "nvmeof_rdma_netlink_optional_stat_enabled", {{"counter", "cc_rx_cnp_pkts"}}),
+      0);
+  EXPECT_TRUE(Select(s.sink, "nvmeof_rdma_netlink_optional_stat_enabled",
+                     {{"counter", "rx_write_requests"}})
+                  .empty());
   for (const auto& r : s.requests) EXPECT_NE(r.cmd, RDMA_NLDEV_CMD_STAT_SET);
 }
 
@@ -692,8 +698,9 @@ TEST(RdmaNetlinkOptional, EpermIsCountedAndStateStillShown) {
   auto s = ScrapeDir(dir.path(), o);
   EXPECT_TRUE(s.ok);
   EXPECT_EQ(Failures(s.sink, "stat_set", "EPERM"), 1);
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_optional_counter_enabled", {{"counter", "cc_tx_cnp_pkts"}}),
-            0);
+  EXPECT_EQ(
+      Value(s.sink, "nvmeof_rdma_netlink_optional_stat_enabled", {{"counter", "cc_tx_cnp_pkts"}}),
+      0);
 }
 
 TEST(RdmaNetlinkOptional, NothingToDoWhenAlreadyOn) {
@@ -707,8 +714,8 @@ TEST(RdmaNetlinkOptional, NothingToDoWhenAlreadyOn) {
 
 // ---- bound per-QP counters (mlx5: `rdma statistic qp set link mlx5_0/1 auto type on`) ----
 
-TEST(RdmaNetlinkPerQp, BoundCounters) {
-  ReplyDir dir;
+// Counters 4 (QPs 17, 19) and 5 (QP 21) bound on rxe0 port 1, and a bad entry (no port).
+void PutBoundCounters(const ReplyDir& dir) {
   auto counter = [](std::uint32_t id, std::vector<std::uint32_t> qpns, std::uint64_t oos) {
     Nl qps;
     for (auto q : qpns)
@@ -740,20 +747,24 @@ TEST(RdmaNetlinkPerQp, BoundCounters) {
                                      .Nest(RDMA_NLDEV_ATTR_STAT_COUNTER, table)
                                      .Message(RDMA_NLDEV_CMD_STAT_GET, NLM_F_MULTI),
                                  Done()}));
+}
+
+TEST(RdmaNetlinkPerQp, BoundCounters) {
+  ReplyDir dir;
+  PutBoundCounters(dir);
   auto s = ScrapeDir(dir.path(), PerQp());
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_qp_stat_total",
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_netlink_qp_stat_total",
                   {{"counter_id", "4"}, {"counter", "out_of_sequence"}}),
             12);
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_qp_stat_total",
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_netlink_qp_stat_total",
                   {{"counter_id", "5"}, {"counter", "out_of_sequence"}}),
             3);
-  EXPECT_EQ(Select(s.sink, "rdma_netlink_qp_stat_total").size(), 4u);
-  EXPECT_EQ(Value(s.sink, "rdma_netlink_qp_counter_binding", {{"counter_id", "4"}, {"qpn", "19"}}),
-            1);
-  EXPECT_EQ(Select(s.sink, "rdma_netlink_qp_counter_binding").size(), 3u);
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_qp_stat_total").size(), 4u);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_netlink_qp_bound", {{"counter_id", "4"}, {"qpn", "19"}}), 1);
+  EXPECT_EQ(Select(s.sink, "nvmeof_rdma_netlink_qp_bound").size(), 3u);
   EXPECT_EQ(s.sink.skipped(), 1u);  // counter 6
   // Labels stay bounded: no PID anywhere.
-  for (const auto& m : Select(s.sink, "rdma_netlink_qp_stat_total")) {
+  for (const auto& m : Select(s.sink, "nvmeof_rdma_netlink_qp_stat_total")) {
     for (const auto& l : m->label) EXPECT_NE(l.value, "4242");
   }
 }
@@ -783,7 +794,8 @@ TEST(RdmaNetlinkConfig, Keys) {
 
   for (const char* bad :
        {"rdma_netlink:\n  per_qpp: true\n", "rdma_netlink:\n  per_qp: maybe\n",
-        "rdma_netlink:\n  max_reply_bytes: 10\n", "rdma_netlink:\n  timeout_seconds: 0\n",
+        "rdma_netlink:\n  max_reply_bytes: 10\n",
+        "rdma_netlink:\n  timeout_seconds: 0\n",
         "rdma_netlink:\n  timeout_seconds: 61\n",
         "rdma_netlink:\n  enable_optional_counters: cc_rx_ce_pkts\n",
         "rdma_netlink:\n  enable_optional_counters: ['']\n"}) {
@@ -795,4 +807,49 @@ TEST(RdmaNetlinkConfig, Keys) {
 }
 
 }  // namespace
+// ---- metric model 1.0: names and labels of everything this collector serves ----
+
+// The recorded 6.12 replies plus mlx5-style optional counters and bound per-QP counters, so every
+// family is present. Every name has the application prefix, no label is one Prometheus,
+// Kubernetes or alert routing own, and `promtool check metrics` (when installed) is clean.
+TEST(RdmaNetlinkMetricModel, NamesLabelsAndPromtool) {
+  ReplyDir dir;
+  dir.Put("stat_get_status-d0-p1", StatusReply(kMlx5Status));
+  PutBoundCounters(dir);
+  auto s = ScrapeDir(dir.path(), PerQp());
+  ASSERT_TRUE(s.ok);
+  auto families = s.sink.Take();
+  std::set<std::string> names;
+  for (const auto& f : families) names.insert(f.name);
+  for (const char* want : {"nvmeof_rdma_netlink_optional_stat_enabled",
+                           "nvmeof_rdma_netlink_qp_bound", "nvmeof_rdma_netlink_qp_stat_total",
+                           "nvmeof_rdma_netlink_port_stat_total", "nvmeof_rdma_resources"}) {
+    EXPECT_TRUE(names.count(want)) << want;
+  }
+  const std::set<std::string> forbidden = {"namespace", "job",       "instance", "pod",
+                                           "node",      "container", "service",  "endpoint",
+                                           "cluster",   "severity"};
+  for (const auto& f : families) {
+    EXPECT_EQ(f.name.rfind("nvmeof_", 0), 0u) << f.name;
+    for (const char* type : {"counter", "gauge", "histogram", "summary"}) {
+      const std::string t = std::string("_") + type;
+      EXPECT_EQ(f.name.find(t + "_"), std::string::npos) << f.name << " names its type";
+    }
+    for (const auto& m : f.metric) {
+      for (const auto& l : m.label)
+        EXPECT_FALSE(forbidden.count(l.name)) << f.name << " " << l.name;
+    }
+  }
+  std::ostringstream text;
+  prometheus::TextSerializer().Serialize(text, families);
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "no promtool";
+  const fs::path prom = fs::path(dir.path()) / "scrape.prom";
+  const fs::path log = fs::path(dir.path()) / "promtool.log";
+  std::ofstream(prom) << text.str();
+  const int rc = std::system(
+      ("promtool check metrics <" + prom.string() + " >" + log.string() + " 2>&1").c_str());
+  EXPECT_EQ(rc, 0) << ReadText(log.string());
+  EXPECT_EQ(ReadText(log.string()), "") << "promtool warnings";
+}
+
 }  // namespace nvmeof

@@ -104,9 +104,9 @@ class TempSysfs {
 TEST(RdmaCollector, DeviceInfoPerDriver) {
   auto s = ScrapeRdma(kSysfs);
   ASSERT_TRUE(s.ok);
-  ASSERT_EQ(Find(s.sink, "rdma_device_info", {}).size(), 7u);
+  ASSERT_EQ(Find(s.sink, "nvmeof_rdma_device_info", {}).size(), 7u);
   auto info = [&](const std::string& dev) {
-    auto found = Find(s.sink, "rdma_device_info", {{"device", dev}});
+    auto found = Find(s.sink, "nvmeof_rdma_device_info", {{"rdma_device", dev}});
     EXPECT_EQ(found.size(), 1u) << dev;
     EXPECT_EQ(found[0]->gauge.value, 1);
     return found[0];
@@ -132,7 +132,7 @@ TEST(RdmaCollector, DeviceInfoPerDriver) {
 TEST(RdmaCollector, PortInfoNetdevs) {
   auto s = ScrapeRdma(kSysfs);
   auto netdev_of = [&](const std::string& dev) {
-    auto found = Find(s.sink, "rdma_port_info", {{"device", dev}, {"port", "1"}});
+    auto found = Find(s.sink, "nvmeof_rdma_port_info", {{"rdma_device", dev}, {"rdma_port", "1"}});
     EXPECT_EQ(found.size(), 1u) << dev;  // duplicate GID slots collapse to one netdev
     return found.empty() ? "<none>" : Label(*found[0], "netdev");
   };
@@ -143,37 +143,54 @@ TEST(RdmaCollector, PortInfoNetdevs) {
   EXPECT_EQ(netdev_of("bnxt_re0"), "ens3f0np0");
   EXPECT_EQ(netdev_of("rxe0"), "veth0");
   EXPECT_EQ(netdev_of("siw0"), "eth1");
-  EXPECT_EQ(Label(*Find(s.sink, "rdma_port_info", {{"device", "mlx5_1"}})[0], "link_layer"),
-            "InfiniBand");
-  EXPECT_EQ(Label(*Find(s.sink, "rdma_port_info", {{"device", "mlx5_0"}})[0], "link_layer"),
-            "Ethernet");
+  EXPECT_EQ(
+      Label(*Find(s.sink, "nvmeof_rdma_port_info", {{"rdma_device", "mlx5_1"}})[0], "link_layer"),
+      "InfiniBand");
+  EXPECT_EQ(
+      Label(*Find(s.sink, "nvmeof_rdma_port_info", {{"rdma_device", "mlx5_0"}})[0], "link_layer"),
+      "Ethernet");
 }
 
 TEST(RdmaCollector, PortStateIsOneHot) {
   auto s = ScrapeRdma(kSysfs);
-  auto states = Find(s.sink, "rdma_port_state", {{"device", "mlx5_0"}, {"port", "1"}});
+  auto states =
+      Find(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}});
   ASSERT_EQ(states.size(), 5u);
   double sum = 0;
   for (const auto* m : states) sum += m->gauge.value;
   EXPECT_EQ(sum, 1);
-  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_0"}, {"state", "ACTIVE"}}), 1);
-  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_0"}, {"state", "DOWN"}}), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_2"}, {"state", "DOWN"}}), 1);
-  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_2"}, {"state", "ACTIVE"}}), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_port_state", {{"device", "mlx5_0"}, {"state", "ACTIVE_DEFER"}}), 0);
-
-  EXPECT_EQ(Find(s.sink, "rdma_port_phys_state", {{"device", "mlx5_0"}}).size(), 7u);
-  EXPECT_EQ(Value(s.sink, "rdma_port_phys_state", {{"device", "mlx5_0"}, {"state", "LinkUp"}}), 1);
-  EXPECT_EQ(Value(s.sink, "rdma_port_phys_state", {{"device", "mlx5_2"}, {"state", "Disabled"}}),
+  EXPECT_EQ(
+      Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_0"}, {"state", "ACTIVE"}}), 1);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_0"}, {"state", "DOWN"}}),
+            0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_2"}, {"state", "DOWN"}}),
             1);
-  EXPECT_EQ(Value(s.sink, "rdma_port_phys_state", {{"device", "mlx5_2"}, {"state", "LinkUp"}}), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_port_phys_state", {{"device", "siw0"}, {"state", "Phy Test"}}), 0);
+  EXPECT_EQ(
+      Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_2"}, {"state", "ACTIVE"}}), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_state",
+                  {{"rdma_device", "mlx5_0"}, {"state", "ACTIVE_DEFER"}}),
+            0);
+
+  EXPECT_EQ(Find(s.sink, "nvmeof_rdma_port_phys_state", {{"rdma_device", "mlx5_0"}}).size(), 7u);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
+                  {{"rdma_device", "mlx5_0"}, {"state", "LinkUp"}}),
+            1);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
+                  {{"rdma_device", "mlx5_2"}, {"state", "Disabled"}}),
+            1);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
+                  {{"rdma_device", "mlx5_2"}, {"state", "LinkUp"}}),
+            0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
+                  {{"rdma_device", "siw0"}, {"state", "Phy Test"}}),
+            0);
 }
 
 TEST(RdmaCollector, PortRateInBytesPerSecond) {
   auto s = ScrapeRdma(kSysfs);
   auto rate = [&](const std::string& dev) {
-    return Value(s.sink, "rdma_port_rate_bytes_per_second", {{"device", dev}, {"port", "1"}});
+    return Value(s.sink, "nvmeof_rdma_port_rate_bytes_per_second",
+                 {{"rdma_device", dev}, {"rdma_port", "1"}});
   };
   EXPECT_EQ(rate("mlx5_0"), 12.5e9);     // 100 Gb/sec (4X EDR)
   EXPECT_EQ(rate("mlx5_1"), 25e9);       // 200 Gb/sec (4X HDR)
@@ -191,10 +208,11 @@ TEST(RdmaCollector, PortRateStrings) {
   t.Port("d", "1", "4: ACTIVE", "fast");
   t.Port("e", "1", "4: ACTIVE", "-10 Gb/sec (1X SDR)");
   auto s = ScrapeRdma(t.root());
-  EXPECT_EQ(Value(s.sink, "rdma_port_rate_bytes_per_second", {{"device", "a"}}), 50e9);
-  EXPECT_EQ(Value(s.sink, "rdma_port_rate_bytes_per_second", {{"device", "b"}}), 625e6);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_rate_bytes_per_second", {{"rdma_device", "a"}}), 50e9);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_rate_bytes_per_second", {{"rdma_device", "b"}}), 625e6);
   for (const char* dev : {"c", "d", "e"}) {
-    EXPECT_FALSE(Value(s.sink, "rdma_port_rate_bytes_per_second", {{"device", dev}})) << dev;
+    EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_port_rate_bytes_per_second", {{"rdma_device", dev}}))
+        << dev;
   }
   EXPECT_EQ(s.sink.skipped(), 3u);
 }
@@ -205,31 +223,32 @@ TEST(RdmaCollector, UnknownOrUnreadableState) {
   t.Port("odd", "1", "ACTIVE", "10 Gb/sec (1X QDR)");
   auto s = ScrapeRdma(t.root());
   // NOP is a state the kernel reports but not one we export: every known state is 0.
-  auto nop = Find(s.sink, "rdma_port_state", {{"device", "nop"}});
+  auto nop = Find(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "nop"}});
   ASSERT_EQ(nop.size(), 5u);
   for (const auto* m : nop) EXPECT_EQ(m->gauge.value, 0);
   // Not "<n>: <name>": the family is skipped for that port, not guessed.
-  EXPECT_TRUE(Find(s.sink, "rdma_port_state", {{"device", "odd"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "odd"}}).empty());
   EXPECT_EQ(s.sink.skipped(), 1u);
 }
 
 TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
   auto s = ScrapeRdma(kSysfs);
-  const Labels mlx = {{"device", "mlx5_0"}, {"port", "1"}};
-  EXPECT_EQ(Value(s.sink, "rdma_port_transmit_bytes_total", mlx), 1843827611239.0 * 4);
-  EXPECT_EQ(Value(s.sink, "rdma_port_receive_bytes_total", mlx), 2511037748021.0 * 4);
-  EXPECT_EQ(Value(s.sink, "rdma_port_transmit_packets_total", mlx), 2230472981);
-  EXPECT_EQ(Value(s.sink, "rdma_port_receive_packets_total", mlx), 2712950443);
-  EXPECT_EQ(Value(s.sink, "rdma_port_unicast_transmit_packets_total", mlx), 2230470112);
-  EXPECT_EQ(Value(s.sink, "rdma_port_unicast_receive_packets_total", mlx), 2712947031);
-  EXPECT_EQ(Value(s.sink, "rdma_port_multicast_transmit_packets_total", mlx), 2869);
-  EXPECT_EQ(Value(s.sink, "rdma_port_multicast_receive_packets_total", mlx), 3412);
-  EXPECT_EQ(s.sink.Find("rdma_port_transmit_bytes_total")->type, prometheus::MetricType::Counter);
+  const Labels mlx = {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}};
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_transmit_bytes_total", mlx), 1843827611239.0 * 4);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_receive_bytes_total", mlx), 2511037748021.0 * 4);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_transmit_packets_total", mlx), 2230472981);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_receive_packets_total", mlx), 2712950443);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_unicast_transmit_packets_total", mlx), 2230470112);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_unicast_receive_packets_total", mlx), 2712947031);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_multicast_transmit_packets_total", mlx), 2869);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_multicast_receive_packets_total", mlx), 3412);
+  EXPECT_EQ(s.sink.Find("nvmeof_rdma_port_transmit_bytes_total")->type,
+            prometheus::MetricType::Counter);
 
   // Everything else in counters/ is generic, by file name; the named ones are not repeated.
   auto generic = [&](const std::string& dev, const std::string& counter) {
-    return Value(s.sink, "rdma_port_counters_total",
-                 {{"device", dev}, {"port", "1"}, {"counter", counter}});
+    return Value(s.sink, "nvmeof_rdma_port_counters_total",
+                 {{"rdma_device", dev}, {"rdma_port", "1"}, {"counter", counter}});
   };
   EXPECT_EQ(generic("mlx5_0", "port_rcv_errors"), 14);
   EXPECT_EQ(generic("mlx5_0", "port_xmit_discards"), 3);
@@ -239,28 +258,35 @@ TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
   EXPECT_EQ(generic("mlx5_1", "symbol_error"), 3);
   EXPECT_EQ(generic("mlx5_2", "link_downed"), 1);
   EXPECT_FALSE(generic("mlx5_0", "port_xmit_data"));
-  EXPECT_EQ(Find(s.sink, "rdma_port_counters_total", {{"device", "mlx5_0"}}).size(), 21u - 8u);
+  EXPECT_EQ(Find(s.sink, "nvmeof_rdma_port_counters_total", {{"rdma_device", "mlx5_0"}}).size(),
+            21u - 8u);
   // rxe, bnxt_re and siw have no counters/ directory at all.
   for (const char* dev : {"rxe0", "bnxt_re0", "siw0"}) {
-    EXPECT_TRUE(Find(s.sink, "rdma_port_counters_total", {{"device", dev}}).empty()) << dev;
-    EXPECT_FALSE(Value(s.sink, "rdma_port_transmit_bytes_total", {{"device", dev}})) << dev;
+    EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_port_counters_total", {{"rdma_device", dev}}).empty())
+        << dev;
+    EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_port_transmit_bytes_total", {{"rdma_device", dev}}))
+        << dev;
   }
 }
 
 TEST(RdmaCollector, IwarpNoPmaAndGarbageAreSkippedNotZero) {
   auto s = ScrapeRdma(kSysfs);
   // irdma0: all 16 counters/ files say "N/A (no PMA)".
-  EXPECT_TRUE(Find(s.sink, "rdma_port_counters_total", {{"device", "irdma0"}}).empty());
-  EXPECT_FALSE(Value(s.sink, "rdma_port_transmit_bytes_total", {{"device", "irdma0"}}));
-  EXPECT_FALSE(Value(s.sink, "rdma_port_receive_packets_total", {{"device", "irdma0"}}));
+  EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_port_counters_total", {{"rdma_device", "irdma0"}}).empty());
+  EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_port_transmit_bytes_total", {{"rdma_device", "irdma0"}}));
+  EXPECT_FALSE(
+      Value(s.sink, "nvmeof_rdma_port_receive_packets_total", {{"rdma_device", "irdma0"}}));
   // mlx5_2 port 1: np_cnp_sent holds garbage, so neither its generic nor its stable series exist.
-  EXPECT_FALSE(Value(s.sink, "rdma_hw_counters_total",
-                     {{"device", "mlx5_2"}, {"port", "1"}, {"counter", "np_cnp_sent"}}));
-  EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", {{"device", "mlx5_2"}, {"port", "1"}}));
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", {{"device", "mlx5_2"}, {"port", "1"}}), 0);
+  EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_hw_counters_total",
+                     {{"rdma_device", "mlx5_2"}, {"rdma_port", "1"}, {"counter", "np_cnp_sent"}}));
+  EXPECT_FALSE(
+      Value(s.sink, "nvmeof_rdma_cnp_sent_total", {{"rdma_device", "mlx5_2"}, {"rdma_port", "1"}}));
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total",
+                  {{"rdma_device", "mlx5_2"}, {"rdma_port", "1"}}),
+            0);
   // The device-scope copy of the same counter is fine.
-  EXPECT_EQ(Value(s.sink, "rdma_hw_counters_total",
-                  {{"device", "mlx5_2"}, {"port", "0"}, {"counter", "np_cnp_sent"}}),
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_hw_counters_total",
+                  {{"rdma_device", "mlx5_2"}, {"rdma_port", "0"}, {"counter", "np_cnp_sent"}}),
             0);
   EXPECT_EQ(s.sink.skipped(), 16u + 2u);
 }
@@ -268,8 +294,8 @@ TEST(RdmaCollector, IwarpNoPmaAndGarbageAreSkippedNotZero) {
 TEST(RdmaCollector, HwCountersGenericPortAndDeviceScope) {
   auto s = ScrapeRdma(kSysfs);
   auto hw = [&](const std::string& dev, const std::string& port, const std::string& counter) {
-    return Value(s.sink, "rdma_hw_counters_total",
-                 {{"device", dev}, {"port", port}, {"counter", counter}});
+    return Value(s.sink, "nvmeof_rdma_hw_counters_total",
+                 {{"rdma_device", dev}, {"rdma_port", port}, {"counter", counter}});
   };
   EXPECT_EQ(hw("mlx5_0", "1", "np_cnp_sent"), 201316);
   EXPECT_EQ(hw("mlx5_0", "1", "roce_adp_retrans"), 57);
@@ -278,97 +304,105 @@ TEST(RdmaCollector, HwCountersGenericPortAndDeviceScope) {
   EXPECT_EQ(hw("irdma0", "1", "ip4InOctets"), 771300318842);
   EXPECT_EQ(hw("bnxt_re0", "1", "active_qps"), 66);
   // lifespan is the driver's cache time, not a counter.
-  EXPECT_TRUE(Find(s.sink, "rdma_hw_counters_total", {{"counter", "lifespan"}}).empty());
-  EXPECT_EQ(Find(s.sink, "rdma_hw_counters_total", {{"device", "rxe0"}}).size(), 15u);
-  EXPECT_EQ(Find(s.sink, "rdma_hw_counters_total", {{"device", "mlx5_0"}, {"port", "1"}}).size(),
-            31u);
-  EXPECT_EQ(Find(s.sink, "rdma_hw_counters_total", {{"device", "mlx5_0"}, {"port", "0"}}).size(),
-            31u);
-  EXPECT_TRUE(Find(s.sink, "rdma_hw_counters_total", {{"device", "siw0"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_hw_counters_total", {{"counter", "lifespan"}}).empty());
+  EXPECT_EQ(Find(s.sink, "nvmeof_rdma_hw_counters_total", {{"rdma_device", "rxe0"}}).size(), 15u);
+  EXPECT_EQ(
+      Find(s.sink, "nvmeof_rdma_hw_counters_total", {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}})
+          .size(),
+      31u);
+  EXPECT_EQ(
+      Find(s.sink, "nvmeof_rdma_hw_counters_total", {{"rdma_device", "mlx5_0"}, {"rdma_port", "0"}})
+          .size(),
+      31u);
+  EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_hw_counters_total", {{"rdma_device", "siw0"}}).empty());
   // Device scope repeats port 1 on mlx5: it gets no stable names (sums would double count).
-  EXPECT_TRUE(Find(s.sink, "rdma_cnp_sent_total", {{"port", "0"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_cnp_sent_total", {{"rdma_port", "0"}}).empty());
 }
 
 TEST(RdmaCollector, StableNamesMlx5) {
   auto s = ScrapeRdma(kSysfs);
-  const Labels p = {{"device", "mlx5_0"}, {"port", "1"}};
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", p), 201316);
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", p), 158233);
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_ignored_total", p), 19);
-  EXPECT_EQ(Value(s.sink, "rdma_ecn_marked_packets_total", p), 201774);
-  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", p), 3391);
-  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", p), 842);
-  EXPECT_EQ(Value(s.sink, "rdma_implied_nak_sequence_errors_total", p), 5);
-  EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", p), 64);
-  EXPECT_EQ(Value(s.sink, "rdma_rnr_nak_errors_total", p), 11);
-  EXPECT_EQ(Value(s.sink, "rdma_duplicate_requests_total", p), 27);
-  EXPECT_EQ(Value(s.sink, "rdma_retry_exceeded_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_rnr_retry_exceeded_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_out_of_buffer_discards_total", p), 1207);
-  EXPECT_EQ(Value(s.sink, "rdma_requester_cqe_errors_total", p), 3);
-  EXPECT_EQ(Value(s.sink, "rdma_responder_cqe_errors_total", p), 2);
-  EXPECT_EQ(Value(s.sink, "rdma_remote_access_errors_total", p), 1);
-  EXPECT_EQ(Value(s.sink, "rdma_received_write_requests_total", p), 48211903);
-  EXPECT_EQ(Value(s.sink, "rdma_received_read_requests_total", p), 12804417);
+  const Labels p = {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}};
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 201316);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 158233);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_ignored_total", p), 19);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_ecn_marked_packets_total", p), 201774);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total", p), 3391);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", p), 842);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_implied_nak_sequence_errors_total", p), 5);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_local_ack_timeout_errors_total", p), 64);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_nak_errors_total", p), 11);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_duplicate_requests_total", p), 27);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retry_exceeded_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_retry_exceeded_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_buffer_discards_total", p), 1207);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_requester_cqe_errors_total", p), 3);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_responder_cqe_errors_total", p), 2);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_remote_access_errors_total", p), 1);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_write_requests_total", p), 48211903);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_read_requests_total", p), 12804417);
   // mlx5 has no retransmit count and its rdma_tx_* counters are optional (absent here).
-  EXPECT_FALSE(Value(s.sink, "rdma_retransmits_total", p));
-  EXPECT_FALSE(Value(s.sink, "rdma_transmit_packets_total", p));
+  EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_retransmits_total", p));
+  EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_transmit_packets_total", p));
   // InfiniBand mlx5 has no congestion counters.
-  EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", {{"device", "mlx5_1"}}));
-  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", {{"device", "mlx5_1"}, {"port", "1"}}), 12);
-  EXPECT_EQ(s.sink.Find("rdma_cnp_sent_total")->type, prometheus::MetricType::Counter);
+  EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_cnp_sent_total", {{"rdma_device", "mlx5_1"}}));
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total",
+                  {{"rdma_device", "mlx5_1"}, {"rdma_port", "1"}}),
+            12);
+  EXPECT_EQ(s.sink.Find("nvmeof_rdma_cnp_sent_total")->type, prometheus::MetricType::Counter);
 }
 
 TEST(RdmaCollector, StableNamesRxe) {
   auto s = ScrapeRdma(kSysfs);
-  const Labels p = {{"device", "rxe0"}, {"port", "1"}};
-  EXPECT_EQ(Value(s.sink, "rdma_transmit_packets_total", p), 3894121);
-  EXPECT_EQ(Value(s.sink, "rdma_receive_packets_total", p), 3901877);
-  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", p), 17);
-  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", p), 9);
-  EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", p), 12);
-  EXPECT_EQ(Value(s.sink, "rdma_duplicate_requests_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_rnr_nak_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_rnr_naks_sent_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_retry_exceeded_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_rnr_retry_exceeded_errors_total", p), 0);
-  EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", p));  // soft-RoCE does no DCQCN
+  const Labels p = {{"rdma_device", "rxe0"}, {"rdma_port", "1"}};
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_transmit_packets_total", p), 3894121);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_receive_packets_total", p), 3901877);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total", p), 17);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", p), 9);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retransmits_total", p), 12);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_duplicate_requests_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_nak_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_naks_sent_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retry_exceeded_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_retry_exceeded_errors_total", p), 0);
+  EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p));  // soft-RoCE does no DCQCN
 }
 
 TEST(RdmaCollector, StableNamesIrdma) {
   auto s = ScrapeRdma(kSysfs);
-  const Labels p = {{"device", "irdma0"}, {"port", "1"}};
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_ignored_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_ecn_marked_packets_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", p), 1733);
-  EXPECT_EQ(Value(s.sink, "rdma_received_write_requests_total", p), 30119874);
-  EXPECT_EQ(Value(s.sink, "rdma_received_read_requests_total", p), 2210443);
+  const Labels p = {{"rdma_device", "irdma0"}, {"rdma_port", "1"}};
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_ignored_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_ecn_marked_packets_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retransmits_total", p), 1733);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_write_requests_total", p), 30119874);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_read_requests_total", p), 2210443);
 }
 
 TEST(RdmaCollector, StableNamesBnxtReOldNames) {
   auto s = ScrapeRdma(kSysfs);
-  const Labels p = {{"device", "bnxt_re0"}, {"port", "1"}};
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", p), 88121);                 // tx_cnp_pkts
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_handled_total", p), 61204);              // rx_cnp_pkts
-  EXPECT_EQ(Value(s.sink, "rdma_ecn_marked_packets_total", p), 88433);       // rx_ecn_marked_pkts
-  EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", p), 37);    // to_retransmits
-  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", p), 219);     // seq_err_naks_rcvd
-  EXPECT_EQ(Value(s.sink, "rdma_rnr_nak_errors_total", p), 8);               // rnr_naks_rcvd
-  EXPECT_EQ(Value(s.sink, "rdma_implied_nak_sequence_errors_total", p), 3);  // missing_resp
-  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", p), 1280);           // oos_drop_count
-  EXPECT_EQ(Value(s.sink, "rdma_duplicate_requests_total", p), 14);          // dup_req
-  EXPECT_EQ(Value(s.sink, "rdma_retry_exceeded_errors_total", p), 0);        // max_retry_exceeded
-  EXPECT_EQ(Value(s.sink, "rdma_out_of_buffer_discards_total", p), 77);      // rx_out_of_buffer
-  EXPECT_EQ(Value(s.sink, "rdma_receive_discards_total", p), 41);
-  EXPECT_EQ(Value(s.sink, "rdma_transmit_discards_total", p), 2);
-  EXPECT_EQ(Value(s.sink, "rdma_remote_access_errors_total", p), 1);  // remote_access_err
-  EXPECT_EQ(Value(s.sink, "rdma_remote_invalid_request_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "rdma_transmit_bytes_total", p), 4410236690021);
-  EXPECT_EQ(Value(s.sink, "rdma_receive_bytes_total", p), 4390187342117);
-  EXPECT_EQ(Value(s.sink, "rdma_received_write_requests_total", p), 28103317);  // rx_write_req
-  EXPECT_EQ(Value(s.sink, "rdma_received_atomic_requests_total", p), 0);        // rx_atomic_req
+  const Labels p = {{"rdma_device", "bnxt_re0"}, {"rdma_port", "1"}};
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 88121);            // tx_cnp_pkts
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 61204);         // rx_cnp_pkts
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_ecn_marked_packets_total", p), 88433);  // rx_ecn_marked_pkts
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_local_ack_timeout_errors_total", p), 37);  // to_retransmits
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", p),
+            219);                                                      // seq_err_naks_rcvd
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_nak_errors_total", p), 8);  // rnr_naks_rcvd
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_implied_nak_sequence_errors_total", p), 3);  // missing_resp
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total", p), 1280);     // oos_drop_count
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_duplicate_requests_total", p), 14);    // dup_req
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retry_exceeded_errors_total", p), 0);  // max_retry_exceeded
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_buffer_discards_total", p), 77);  // rx_out_of_buffer
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_receive_discards_total", p), 41);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_transmit_discards_total", p), 2);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_remote_access_errors_total", p), 1);  // remote_access_err
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_remote_invalid_request_errors_total", p), 0);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_transmit_bytes_total", p), 4410236690021);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_receive_bytes_total", p), 4390187342117);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_write_requests_total", p),
+            28103317);                                                           // rx_write_req
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_atomic_requests_total", p), 0);  // rx_atomic_req
 }
 
 TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
@@ -393,24 +427,24 @@ TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
   t.Write(i + "RTO", "6");
   t.Write(i + "InRdmaReads", "70");
   auto s = ScrapeRdma(t.root());
-  const Labels bp = {{"device", "bnxt_re0"}, {"port", "1"}};
-  EXPECT_EQ(Value(s.sink, "rdma_cnp_sent_total", bp), 500);  // first in the table wins...
-  EXPECT_EQ(
-      Value(s.sink, "rdma_hw_counters_total", {{"device", "bnxt_re0"}, {"counter", "np_cnp_pkts"}}),
-      400);  // ...and the other stays generic
-  EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", bp), 7);
-  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", bp), 8);
-  EXPECT_EQ(Value(s.sink, "rdma_duplicate_requests_total", bp), 9);
-  EXPECT_EQ(Value(s.sink, "rdma_out_of_sequence_total", bp), 10);
-  const Labels ip = {{"device", "irdma1"}, {"port", "1"}};
-  EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", ip), 31);
-  EXPECT_EQ(Value(s.sink, "rdma_rnr_nak_errors_total", ip), 4);
-  EXPECT_EQ(Value(s.sink, "rdma_packet_sequence_errors_total", ip), 5);
-  EXPECT_EQ(Value(s.sink, "rdma_local_ack_timeout_errors_total", ip), 6);
-  EXPECT_EQ(Value(s.sink, "rdma_received_read_requests_total", ip), 70);
-  EXPECT_EQ(
-      Value(s.sink, "rdma_hw_counters_total", {{"device", "irdma1"}, {"counter", "RNR received"}}),
-      4);
+  const Labels bp = {{"rdma_device", "bnxt_re0"}, {"rdma_port", "1"}};
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", bp), 500);  // first in the table wins...
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_hw_counters_total",
+                  {{"rdma_device", "bnxt_re0"}, {"counter", "np_cnp_pkts"}}),
+            400);  // ...and the other stays generic
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_local_ack_timeout_errors_total", bp), 7);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", bp), 8);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_duplicate_requests_total", bp), 9);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total", bp), 10);
+  const Labels ip = {{"rdma_device", "irdma1"}, {"rdma_port", "1"}};
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retransmits_total", ip), 31);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_nak_errors_total", ip), 4);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", ip), 5);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_local_ack_timeout_errors_total", ip), 6);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_read_requests_total", ip), 70);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_hw_counters_total",
+                  {{"rdma_device", "irdma1"}, {"counter", "RNR received"}}),
+            4);
   EXPECT_EQ(s.sink.skipped(), 0u);
 }
 
@@ -422,7 +456,7 @@ TEST(RdmaCollector, FirstSourceUnreadableIsSkippedNotReplaced) {
   t.Write(b + "tx_cnp_pkts", "400");
   auto s = ScrapeRdma(t.root());
   // Switching sources from scrape to scrape would look like counter resets.
-  EXPECT_FALSE(Value(s.sink, "rdma_cnp_sent_total", {{"device", "bnxt_re0"}}));
+  EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_cnp_sent_total", {{"rdma_device", "bnxt_re0"}}));
   EXPECT_EQ(s.sink.skipped(), 2u);  // the generic series and the stable one
 }
 
@@ -433,9 +467,11 @@ TEST(RdmaCollector, DeviceScopeOnlyDriverGetsStableNames) {
   t.Write("class/infiniband/cxgb4_0/hw_counters/tcpRetransSegs", "99");
   t.Write("class/infiniband/cxgb4_0/hw_counters/tcpInSegs", "1000");
   auto s = ScrapeRdma(t.root());
-  EXPECT_EQ(Value(s.sink, "rdma_retransmits_total", {{"device", "cxgb4_0"}, {"port", "0"}}), 99);
-  EXPECT_EQ(Value(s.sink, "rdma_hw_counters_total",
-                  {{"device", "cxgb4_0"}, {"port", "0"}, {"counter", "tcpInSegs"}}),
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retransmits_total",
+                  {{"rdma_device", "cxgb4_0"}, {"rdma_port", "0"}}),
+            99);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_hw_counters_total",
+                  {{"rdma_device", "cxgb4_0"}, {"rdma_port", "0"}, {"counter", "tcpInSegs"}}),
             1000);
 }
 
@@ -449,7 +485,7 @@ TEST(RdmaCollector, SeveralNetdevsOnOnePort) {
   t.Write(n + "3", "");
   fs::create_directories(t.root() + "/" + n + "4");  // unreadable slot (read fails)
   auto s = ScrapeRdma(t.root());
-  auto info = Find(s.sink, "rdma_port_info", {{"device", "mlx5_0"}});
+  auto info = Find(s.sink, "nvmeof_rdma_port_info", {{"rdma_device", "mlx5_0"}});
   ASSERT_EQ(info.size(), 2u);
   std::set<std::string> netdevs;
   for (const auto* m : info) netdevs.insert(Label(*m, "netdev"));
@@ -463,10 +499,11 @@ TEST(RdmaCollector, DeviceFilter) {
   f.exclude = std::regex("mlx5_1");
   auto s = ScrapeRdma(kSysfs, f);
   std::set<std::string> devices;
-  for (const auto* m : Find(s.sink, "rdma_device_info", {})) devices.insert(Label(*m, "device"));
+  for (const auto* m : Find(s.sink, "nvmeof_rdma_device_info", {}))
+    devices.insert(Label(*m, "rdma_device"));
   EXPECT_EQ(devices, (std::set<std::string>{"mlx5_0", "mlx5_2"}));
-  EXPECT_TRUE(Find(s.sink, "rdma_hw_counters_total", {{"device", "rxe0"}}).empty());
-  EXPECT_TRUE(Find(s.sink, "rdma_port_info", {{"device", "mlx5_1"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_hw_counters_total", {{"rdma_device", "rxe0"}}).empty());
+  EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_port_info", {{"rdma_device", "mlx5_1"}}).empty());
   EXPECT_EQ(s.sink.skipped(), 2u);  // only mlx5_2's garbage counter is left
 }
 
@@ -505,7 +542,7 @@ TEST(RdmaCounterMap, EveryDriverNameMapsOnce) {
   std::set<std::string_view> counters, metrics;
   for (const auto& stable : StableHwCounters()) {
     EXPECT_TRUE(metrics.insert(stable.metric).second) << stable.metric;
-    EXPECT_EQ(stable.metric.substr(0, 5), "rdma_") << stable.metric;
+    EXPECT_EQ(stable.metric.substr(0, 12), "nvmeof_rdma_") << stable.metric;
     EXPECT_TRUE(stable.metric.ends_with("_total")) << stable.metric;
     EXPECT_FALSE(stable.help.empty()) << stable.metric;
     EXPECT_FALSE(stable.sources.empty()) << stable.metric;
@@ -519,8 +556,8 @@ TEST(RdmaCounterMap, EveryDriverNameMapsOnce) {
 
 TEST(RdmaCounterMap, NoClashWithOtherRdmaFamilies) {
   for (const auto& stable : StableHwCounters()) {
-    EXPECT_FALSE(stable.metric.starts_with("rdma_port_")) << stable.metric;
-    EXPECT_NE(stable.metric, "rdma_hw_counters_total");
+    EXPECT_FALSE(stable.metric.starts_with("nvmeof_rdma_port_")) << stable.metric;
+    EXPECT_NE(stable.metric, "nvmeof_rdma_hw_counters_total");
   }
 }
 

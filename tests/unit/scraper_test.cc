@@ -75,6 +75,24 @@ bool WaitUntilReturned(Scraper& s, BlockingCollector& b, int runs) {
   return false;
 }
 
+TEST(ScraperProcess, ServesClientLibraryProcessMetrics) {
+  std::vector<std::unique_ptr<Collector>> cs;
+  cs.push_back(std::make_unique<FastCollector>());
+  Scraper s(std::move(cs));
+  auto sink = s.CollectAll(1s);
+  EXPECT_GT(Value(sink, "process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GT(Value(sink, "process_virtual_memory_bytes"),
+            Value(sink, "process_resident_memory_bytes"));
+  EXPECT_GE(Value(sink, "process_cpu_seconds_total"), 0);
+  EXPECT_GE(Value(sink, "process_open_fds"), 3);
+  EXPECT_GE(Value(sink, "process_max_fds"), Value(sink, "process_open_fds"));
+  const double start = Value(sink, "process_start_time_seconds");
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_LE(start, now + 2);
+  EXPECT_GT(start, now - 24 * 3600.0);  // started within a day: plausible for a test binary
+}
+
 TEST(ScraperDeadline, TimedOutCollectorIsMarkedAndOthersServed) {
   Fixture f;
   const auto start = std::chrono::steady_clock::now();

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <cmath>
@@ -39,6 +40,7 @@ namespace fs = std::filesystem;
 
 TEST(TcpFixture, EverySeriesFromTheFixture) {
   CollectorOptions o;
+  o.tcp.node_counters = true;
   o.paths.procfs = std::string(NVMEOF_FIXTURES) + "/procfs";
   MetricSink sink;
   ASSERT_TRUE(NewTcpCollector(o)->Collect(sink));
@@ -93,6 +95,7 @@ TEST(TcpFixture, EverySeriesFromTheFixture) {
 
 TEST(TcpReal, ReadsThisMachinesProcfs) {
   CollectorOptions o;  // /proc
+  o.tcp.node_counters = true;
   MetricSink sink;
   ASSERT_TRUE(NewTcpCollector(o)->Collect(sink));
   EXPECT_EQ(sink.skipped(), 0u);
@@ -101,10 +104,31 @@ TEST(TcpReal, ReadsThisMachinesProcfs) {
   EXPECT_EQ(Select(sink, "nvmeof_ip_received_packets_total", {{"family", "ipv4"}}).size(), 4u);
 }
 
+TEST(TcpOptions, NodeCountersOffByDefault) {
+  CollectorOptions o;
+  o.paths.procfs = "/nonexistent/proc";  // not read without node_counters
+  o.paths.sysfs = "/nonexistent";
+  o.paths.configfs = "/nonexistent";
+  MetricSink sink;
+  NewTcpCollector(o)->Collect(sink);
+  EXPECT_TRUE(Select(sink, "nvmeof_tcp_segments_sent_total").empty());
+  EXPECT_TRUE(Select(sink, "nvmeof_ip_received_packets_total").empty());
+}
+
+TEST(TcpOptions, ParsesNodeCounters) {
+  TcpOptions t;
+  std::string error;
+  ASSERT_TRUE(ParseTcpOptions(YAML::Load("{node_counters: true}"), &t, &error)) << error;
+  EXPECT_TRUE(t.node_counters);
+  EXPECT_FALSE(ParseTcpOptions(YAML::Load("{node_counter: true}"), &t, &error));
+  EXPECT_NE(error.find("tcp"), std::string::npos) << error;
+}
+
 class TcpScratch : public ScratchTree {
  protected:
   bool Collect(MetricSink& sink) {
     CollectorOptions o;
+    o.tcp.node_counters = true;
     o.paths.procfs = root_;
     return NewTcpCollector(o)->Collect(sink);
   }
@@ -237,6 +261,7 @@ TEST_F(TcpConnections, LoopbackNvmeTcpPorts) {
   ASSERT_NE(other, 0);
 
   CollectorOptions o;
+  o.tcp.node_counters = true;
   o.paths.procfs = std::string(NVMEOF_FIXTURES) + "/procfs";
   o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";        // host tcp trsvcid 4421
   o.paths.configfs = std::string(NVMEOF_FIXTURES) + "/configfs";  // target tcp port 4421
@@ -245,25 +270,29 @@ TEST_F(TcpConnections, LoopbackNvmeTcpPorts) {
   EXPECT_EQ(sink.skipped(), 0u);
 
   for (const char* role : {"host", "target"}) {
-    EXPECT_EQ(Value(sink, "nvmeof_tcp_connections", {{"role", role}, {"port", "4420"}}), 1) << role;
+    EXPECT_EQ(Value(sink, "nvmeof_tcp_connections", {{"role", role}, {"tcp_port", "4420"}}), 1)
+        << role;
     // Configured but without connections: present as 0.
-    EXPECT_EQ(Value(sink, "nvmeof_tcp_connections", {{"role", role}, {"port", "4421"}}), 0) << role;
-    EXPECT_EQ(Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", role}, {"port", "4421"}}),
-              0)
+    EXPECT_EQ(Value(sink, "nvmeof_tcp_connections", {{"role", role}, {"tcp_port", "4421"}}), 0)
+        << role;
+    EXPECT_EQ(
+        Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", role}, {"tcp_port", "4421"}}), 0)
         << role;
     if (v6) {
-      EXPECT_EQ(Value(sink, "nvmeof_tcp_connections", {{"role", role}, {"port", "8009"}}), 1)
+      EXPECT_EQ(Value(sink, "nvmeof_tcp_connections", {{"role", role}, {"tcp_port", "8009"}}), 1)
           << role;
     }
   }
-  EXPECT_EQ(Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", "host"}, {"port", "4420"}}),
-            TotalRetrans(c4));
   EXPECT_EQ(
-      Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", "target"}, {"port", "4420"}}),
+      Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", "host"}, {"tcp_port", "4420"}}),
+      TotalRetrans(c4));
+  EXPECT_EQ(
+      Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", "target"}, {"tcp_port", "4420"}}),
       TotalRetrans(s4));
-  EXPECT_TRUE(Select(sink, "nvmeof_tcp_connections", {{"port", std::to_string(other)}}).empty());
+  EXPECT_TRUE(
+      Select(sink, "nvmeof_tcp_connections", {{"tcp_port", std::to_string(other)}}).empty());
   for (const auto* m : Select(sink, "nvmeof_tcp_connections")) {
-    EXPECT_EQ(ToMap(*m).size(), 2u);  // role and port only
+    EXPECT_EQ(ToMap(*m).size(), 2u);  // role and tcp_port only
   }
 }
 
@@ -294,22 +323,24 @@ TEST_F(TcpConnections, LoopbackRetransmitsAreCounted) {
   }
 
   CollectorOptions o;
+  o.tcp.node_counters = true;
   o.paths.procfs = std::string(NVMEOF_FIXTURES) + "/procfs";
   o.paths.sysfs = "/nonexistent";
   o.paths.configfs = "/nonexistent";
   MetricSink sink;
   ASSERT_TRUE(NewTcpCollector(o)->Collect(sink));
   const double host =
-      Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", "host"}, {"port", "4420"}});
+      Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", "host"}, {"tcp_port", "4420"}});
   EXPECT_GE(host, 2);
   EXPECT_EQ(host, TotalRetrans(client_));
   EXPECT_EQ(
-      Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", "target"}, {"port", "4420"}}),
+      Value(sink, "nvmeof_tcp_connection_retransmits", {{"role", "target"}, {"tcp_port", "4420"}}),
       TotalRetrans(server_));
 }
 
 TEST(TcpMissing, NonexistentRootFailsWithoutSeries) {
   CollectorOptions o;
+  o.tcp.node_counters = true;
   o.paths.procfs = "/nonexistent/proc";
   MetricSink sink;
   EXPECT_FALSE(NewTcpCollector(o)->Collect(sink));

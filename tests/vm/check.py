@@ -132,12 +132,12 @@ class Checker(StagesChecks):
     # ---- the parts of the exporter's output checked against the scenario ----
     def rdma_port(self, samples, where):
         e = self.env
-        self.expect_one(samples, where, 'rdma_port_info', 1.0, device=e['RXE_DEV'], port=e['RXE_PORT'],
+        self.expect_one(samples, where, 'nvmeof_rdma_port_info', 1.0, rdma_device=e['RXE_DEV'], rdma_port=e['RXE_PORT'],
                         netdev=e['RXE_NETDEV'], link_layer='Ethernet')
-        states = self.find(samples, 'rdma_port_state', device=e['RXE_DEV'], port=e['RXE_PORT'])
+        states = self.find(samples, 'nvmeof_rdma_port_state', rdma_device=e['RXE_DEV'], rdma_port=e['RXE_PORT'])
         current = [s[1].get('state', '') for s in states if s[2] == 1]
         self.check(len(current) == 1 and 'active' in current[0].lower(),
-                   '%s rdma_port_state of %s/%s is ACTIVE' % (where, e['RXE_DEV'], e['RXE_PORT']),
+                   '%s nvmeof_rdma_port_state of %s/%s is ACTIVE' % (where, e['RXE_DEV'], e['RXE_PORT']),
                    'states set: %s' % current)
 
     def rdma_counters_bracketed(self, samples, name):
@@ -149,7 +149,7 @@ class Checker(StagesChecks):
         for (dev, port, counter), before in pre.items():
             if counter in NOT_COUNTERS:
                 continue
-            found = self.find(samples, 'rdma_hw_counters_total', device=dev, port=port, counter=counter)
+            found = self.find(samples, 'nvmeof_rdma_hw_counters_total', rdma_device=dev, rdma_port=port, counter=counter)
             if not found:
                 bad.append('%s/%s %s missing' % (dev, port, counter))
                 continue
@@ -158,23 +158,23 @@ class Checker(StagesChecks):
             if not before <= value <= post.get((dev, port, counter), before):
                 bad.append('%s/%s %s=%g not in [%d, %d]' % (dev, port, counter, value, before,
                                                              post.get((dev, port, counter), -1)))
-        self.check(not bad, 'scrape %s: all %d rdma_hw_counters_total match the kernel' % (name, seen),
+        self.check(not bad, 'scrape %s: all %d nvmeof_rdma_hw_counters_total match the kernel' % (name, seen),
                    '; '.join(bad[:6]))
 
     def rdma_counters_increased(self, before, after):
         e = self.env
         for counter in IO_COUNTERS:
-            lab = dict(device=e['RXE_DEV'], port=e['RXE_PORT'], counter=counter)
-            b, a = self.find(before, 'rdma_hw_counters_total', **lab), self.find(after, 'rdma_hw_counters_total', **lab)
-            if self.check(b and a, 'rdma_hw_counters_total{counter="%s"} in both scrapes' % counter):
-                self.check(a[0][2] > b[0][2], 'rdma_hw_counters_total{counter="%s"} increased during I/O' % counter,
+            lab = dict(rdma_device=e['RXE_DEV'], rdma_port=e['RXE_PORT'], counter=counter)
+            b, a = self.find(before, 'nvmeof_rdma_hw_counters_total', **lab), self.find(after, 'nvmeof_rdma_hw_counters_total', **lab)
+            if self.check(b and a, 'nvmeof_rdma_hw_counters_total{counter="%s"} in both scrapes' % counter):
+                self.check(a[0][2] > b[0][2], 'nvmeof_rdma_hw_counters_total{counter="%s"} increased during I/O' % counter,
                            '%g -> %g' % (b[0][2], a[0][2]))
 
     def controller(self, samples, where, state='live'):
         e = self.env
         self.expect_one(samples, where, 'nvmeof_controller_info', 1.0, controller=e['CONTROLLER'],
                         transport=e['TRANSPORT'], traddr=e['TRADDR'], trsvcid=e['TRSVCID'],
-                        subsysnqn=e['SUBSYSNQN'])
+                        nqn=e['SUBSYSNQN'])
         series = {s[1].get('state'): s[2] for s in self.find(samples, 'nvmeof_controller_state',
                                                             controller=e['CONTROLLER'])}
         self.check(set(CONTROLLER_STATES) <= set(series), '%s nvmeof_controller_state has every state' % where,
@@ -185,13 +185,13 @@ class Checker(StagesChecks):
 
     def target(self, samples, where):
         e = self.env
-        self.expect_one(samples, where, 'nvmeof_target_subsystem_info', 1.0, subsystem=e['SUBSYSNQN'])
-        self.expect_one(samples, where, 'nvmeof_target_namespace_info', 1.0, subsystem=e['SUBSYSNQN'],
+        self.expect_one(samples, where, 'nvmeof_target_subsystem_info', 1.0, nqn=e['SUBSYSNQN'])
+        self.expect_one(samples, where, 'nvmeof_target_namespace_info', 1.0, nqn=e['SUBSYSNQN'],
                         nsid=e['NSID'], device_path=e['DEVICE_PATH'])
-        self.expect_one(samples, where, 'nvmeof_target_port_info', 1.0, port=e['PORTID'], trtype=e['TRANSPORT'],
+        self.expect_one(samples, where, 'nvmeof_target_port_info', 1.0, nvmet_port=e['PORTID'], trtype=e['TRANSPORT'],
                         traddr=e['TRADDR'], trsvcid=e['TRSVCID'], adrfam=e['ADRFAM'])
-        self.expect_one(samples, where, 'nvmeof_target_port_subsystem', 1.0, port=e['PORTID'],
-                        subsystem=e['SUBSYSNQN'])
+        self.expect_one(samples, where, 'nvmeof_target_port_subsystem', 1.0, nvmet_port=e['PORTID'],
+                        nqn=e['SUBSYSNQN'])
 
     def fio(self, name):
         path = os.path.join(self.dir, 'fio-%s.json' % name)
@@ -233,7 +233,7 @@ class Checker(StagesChecks):
     def scenario_hotload(self):
         empty = self.metrics('no-modules')
         self.collectors_ok(empty, 'no-modules')
-        self.expect_none(empty, 'no-modules', 'rdma_port_info', 'rdma_hw_counters_total', 'nvmeof_controller_info',
+        self.expect_none(empty, 'no-modules', 'nvmeof_rdma_port_info', 'nvmeof_rdma_hw_counters_total', 'nvmeof_controller_info',
                          'nvmeof_target_subsystem_info', 'nvmeof_target_port_info')
         target_only = self.metrics('target-only')
         self.collectors_ok(target_only, 'target-only')
@@ -324,9 +324,9 @@ class Checker(StagesChecks):
         pick_post = [o for o in post if o.get('ifname') == e['RXE_DEV'] and str(o.get('port', e['RXE_PORT'])) == e['RXE_PORT']]
         if not self.check(len(pick) == 1 and len(pick_post) == 1, '%s rdma %s JSON has %s' % (where, kind, e['RXE_DEV'])):
             return {}
-        labels = dict(device=e['RXE_DEV'])
+        labels = dict(rdma_device=e['RXE_DEV'])
         if kind == 'stat':
-            labels['port'] = e['RXE_PORT']
+            labels['rdma_port'] = e['RXE_PORT']
         exported = {s[1][key_label]: s[2] for s in self.find(samples, metric, **labels)}
         bad, compared = [], {}
         for name, before in pick[0].items():
@@ -341,7 +341,7 @@ class Checker(StagesChecks):
                 bad.append('%s=%g not in [%d, %d]' % (name, value, before, after))
         extra = sorted(set(exported) - set(compared))
         self.check(compared and not bad and not extra,
-                   '%s: all %d %s{device="%s"} match `rdma %s show` (bracketed)' % (
+                   '%s: all %d %s{rdma_device="%s"} match `rdma %s show` (bracketed)' % (
                        where, len(compared), metric, e['RXE_DEV'], 'statistic' if kind == 'stat' else 'resource'),
                    '; '.join(bad[:6]) + (' extra: %s' % extra if extra else ''))
         return compared
@@ -360,8 +360,8 @@ class Checker(StagesChecks):
             want[str(q['lqpn'])] = (q['type'].lower(), q['state'].lower(), cm.get('comm', q.get('comm', '')),
                                     cm.get('src-addr', ''), cm.get('dst-addr', ''))
         got = {s[1]['qpn']: (s[1]['type'], s[1]['state'], s[1]['owner'], s[1]['src'], s[1]['dst'])
-               for s in self.find(samples, 'rdma_netlink_qp_info', device=e['RXE_DEV'])}
-        self.check(want and got == want, '%s: rdma_netlink_qp_info equals `rdma resource show qp/cm_id` (%d QPs)' % (
+               for s in self.find(samples, 'nvmeof_rdma_netlink_qp_info', rdma_device=e['RXE_DEV'])}
+        self.check(want and got == want, '%s: nvmeof_rdma_netlink_qp_info equals `rdma resource show qp/cm_id` (%d QPs)' % (
             where, len(want)), 'exporter %s vs rdma %s' % (sorted(got.items())[:4], sorted(want.items())[:4]))
         target = '%s:%s' % (e['TRADDR'], e['TRSVCID'])
         host = [q for q, v in got.items() if v[2] == 'nvme_rdma' and v[4] == target]
@@ -377,11 +377,11 @@ class Checker(StagesChecks):
         self.expect_none(samples, where, 'nvmeof_exporter_rdma_netlink_request_failures')
         self.expect_one(samples, where, 'nvmeof_exporter_rdma_netlink_budget_exhausted', 0.0)
         self.expect_one(samples, where, 'nvmeof_exporter_rdma_netlink_qp_series_dropped', 0.0)
-        self.expect_one(samples, where, 'rdma_netlink_device_info', 1.0, device=e['RXE_DEV'], protocol='roce')
-        self.expect_one(samples, where, 'rdma_netlink_port_info', 1.0, device=e['RXE_DEV'], port=e['RXE_PORT'],
+        self.expect_one(samples, where, 'nvmeof_rdma_netlink_device_info', 1.0, rdma_device=e['RXE_DEV'], protocol='roce')
+        self.expect_one(samples, where, 'nvmeof_rdma_netlink_port_info', 1.0, rdma_device=e['RXE_DEV'], rdma_port=e['RXE_PORT'],
                         netdev=e['RXE_NETDEV'])
         # rxe has no optional counters and binds no kernel QP to a counter: none may appear.
-        self.expect_none(samples, where, 'rdma_netlink_optional_counter_enabled', 'rdma_netlink_qp_stat_total')
+        self.expect_none(samples, where, 'nvmeof_rdma_netlink_optional_stat_enabled', 'nvmeof_rdma_netlink_qp_stat_total')
 
     def scenario_netlink(self):
         stats = {}
@@ -389,8 +389,8 @@ class Checker(StagesChecks):
             samples = self.metrics(where)
             self.collectors_ok(samples, where)
             self.netlink_clean(samples, where)
-            stats[where] = self.netlink_bracketed(samples, where, 'stat', 'rdma_netlink_port_stat_total', 'counter')
-            res = self.netlink_bracketed(samples, where, 'res', 'rdma_resources', 'type')
+            stats[where] = self.netlink_bracketed(samples, where, 'stat', 'nvmeof_rdma_netlink_port_stat_total', 'counter')
+            res = self.netlink_bracketed(samples, where, 'res', 'nvmeof_rdma_resources', 'type')
             for name in ('sent_pkts', 'rdma_sends'):
                 if name in stats[where]:
                     print('     %s %s: rdma statistic %d <= exporter %g <= %d' % ((where, name) + stats[where][name]))
@@ -401,12 +401,12 @@ class Checker(StagesChecks):
         for name in IO_COUNTERS:
             b, a = stats.get('idle', {}).get(name), stats.get('after-io', {}).get(name)
             if self.check(b and a and b[1] is not None and a[1] is not None, 'port stat %s in idle and after-io' % name):
-                self.check(a[1] > b[1], 'rdma_netlink_port_stat_total{counter="%s"} increased during I/O' % name,
+                self.check(a[1] > b[1], 'nvmeof_rdma_netlink_port_stat_total{counter="%s"} increased during I/O' % name,
                            '%g -> %g' % (b[1], a[1]))
         final = self.metrics('final')  # after a QP bind attempt, which rxe refuses
         self.netlink_clean(final, 'final')
-        self.netlink_bracketed(final, 'final', 'stat', 'rdma_netlink_port_stat_total', 'counter')
-        self.netlink_bracketed(final, 'final', 'res', 'rdma_resources', 'type')
+        self.netlink_bracketed(final, 'final', 'stat', 'nvmeof_rdma_netlink_port_stat_total', 'counter')
+        self.netlink_bracketed(final, 'final', 'res', 'nvmeof_rdma_resources', 'type')
         self.netlink_qps(final, 'final')
         self.fio('io')
         self.exporter_alive()

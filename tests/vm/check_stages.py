@@ -12,7 +12,7 @@ The differences of the two scrapes are that fio job's commands; they are compare
   - the host's end-to-end mean lies between fio's completion latency (clat, from io_submit's
     return) and its total latency (lat, from io_submit's start), within 10%;
   - the host's network-and-target time per command exceeds the target's residence (received to
-    nvmet_req_complete): the network estimate of nvmeof:network_estimate_seconds:mean_5m > 0.
+    nvmet_req_complete): the network estimate of instance_nqn:nvmeof_network_estimate_seconds:mean5m > 0.
 The same count and sum checks run on the target side. probe.txt must equal the kept
 expectation tests/vm/expected/probe-<kernel>.txt.
 """
@@ -94,11 +94,11 @@ class StagesChecks:
         kernel = kernel_short(e['KERNEL'])
         dev = os.path.basename(e['%s_DEV' % transport.upper()])
         sides = {
-            'host': dict(role='host', transport=transport, op=op, device=dev,
+            'host': dict(role='host', transport=transport, op=op, nvme_namespace=dev,
                          controller=e['%s_CONTROLLER' % transport.upper()]),
             'target': dict(role='target', transport=transport, op=op,
-                           subsystem=e['%s_NQN' % transport.upper()],
-                           port=e['%s_PORTID' % transport.upper()]),
+                           nqn=e['%s_NQN' % transport.upper()],
+                           nvmet_port=e['%s_PORTID' % transport.upper()]),
         }
         means = {}
         for role, labels in sides.items():
