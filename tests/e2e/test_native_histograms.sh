@@ -97,7 +97,7 @@ FIO=$!
 PIDS+=($FIO)
 sleep 25
 T=$(python3 -c 'import time; print(time.time() - 2)')  # one instant for every query
-SEL="device=\"$DISK\",op=\"read\""
+SEL="disk=\"$DISK\",op=\"read\""
 NATIVE_RATE=$(query $PN "histogram_count(rate(nvmeof_block_latency_seconds{job=\"nvmeof\",$SEL}[20s]))" $T)
 CLASSIC_RATE=$(query $PC "rate(nvmeof_block_latency_seconds_count{$SEL}[20s])" $T)
 NATIVE_SUM=$(query $PN "histogram_sum(rate(nvmeof_block_latency_seconds{job=\"nvmeof\",$SEL}[20s]))" $T)
