@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -67,12 +68,27 @@ int Message(const struct nlmsghdr* nlh, void* data) {
   return rc == MNL_CB_ERROR ? MNL_CB_ERROR : MNL_CB_STOP;
 }
 
+// The length of the whole messages at the start of `buf`: where mnl_cb_run would stop anyway.
+// libmnl's mnl_nlmsg_ok compares (int)nlmsg_len, so a length of 2^31 or more passes as negative
+// and mnl_cb_run walks off the buffer (found by tests/fuzz/dcb_fuzz); it never sees one here.
+std::size_t FramedLength(const void* buf, std::size_t len) {
+  const auto* p = static_cast<const unsigned char*>(buf);
+  std::size_t at = 0;
+  while (len - at >= sizeof(struct nlmsghdr)) {
+    struct nlmsghdr h;
+    std::memcpy(&h, p + at, sizeof h);
+    if (h.nlmsg_len < sizeof h || h.nlmsg_len > len - at) break;
+    at += std::min<std::size_t>(MNL_ALIGN(std::size_t{h.nlmsg_len}), len - at);
+  }
+  return at;
+}
+
 int Parse(const void* buf, std::size_t len, unsigned seq, unsigned portid, IeeePfc* out,
           bool* done) {
   IeeePfc pfc;
   ParseState st{&pfc};
   errno = 0;
-  int rc = mnl_cb_run(buf, len, seq, portid, Message, &st);
+  int rc = mnl_cb_run(buf, FramedLength(buf, len), seq, portid, Message, &st);
   if (rc == MNL_CB_ERROR) {
     if (st.err) return st.err;
     return errno ? errno : EBADMSG;  // errno from an NLMSG_ERROR, EPROTO for a stray sequence

@@ -61,8 +61,20 @@ int Dump(int fd, std::uint8_t family, std::vector<TcpSocket>* out) {
 
 DiagParse ParseTcpDiag(const void* buf, std::size_t len, std::uint32_t seq,
                        std::vector<TcpSocket>* out) {
-  int left = static_cast<int>(std::min<std::size_t>(len, 1u << 30));
-  for (auto* h = static_cast<const nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+  // NLMSG_OK/NLMSG_NEXT spelled out: the macros compare the u32 nlmsg_len with an int
+  // (-Wsign-compare under clang).
+  std::size_t left = len;
+  const nlmsghdr* next = nullptr;
+  for (auto* h = static_cast<const nlmsghdr*>(buf);
+       left >= sizeof(nlmsghdr) && h->nlmsg_len >= sizeof(nlmsghdr) && h->nlmsg_len <= left;
+       h = next) {
+    // Aligned in size_t (NLMSG_ALIGN masks in 32 bits); a step past the end (the last
+    // message's padding missing) ends the loop.
+    const std::size_t step =
+        (std::size_t{h->nlmsg_len} + NLMSG_ALIGNTO - 1) & ~std::size_t{NLMSG_ALIGNTO - 1};
+    next = step < left ? reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(h) + step)
+                       : nullptr;
+    left = step < left ? left - step : 0;
     if (h->nlmsg_seq != seq) continue;
     if (h->nlmsg_type == NLMSG_DONE) return DiagParse::kDone;
     if (h->nlmsg_type == NLMSG_ERROR) return DiagParse::kError;

@@ -299,5 +299,36 @@ TEST(DcbParse, GarbageDoesNotCrash) {
   EXPECT_NE(ParseIeeePfcReply(junk.data(), 3, &out), 0);
 }
 
+// A second message whose nlmsg_len is 2^31 or more: libmnl's mnl_nlmsg_ok takes it for a
+// negative length and mnl_cb_run walked off the buffer (SEGV, found by tests/fuzz/dcb_fuzz:
+// tests/fuzz/regressions/dcb_fuzz/). Only the whole messages before it are parsed.
+TEST(DcbParse, HugeMessageLengthStopsTheWalk) {
+  Reply r;
+  struct nlattr* nest = mnl_attr_nest_start(r.nlh, DCB_ATTR_IEEE);
+  struct ieee_pfc pfc = {};
+  pfc.pfc_cap = 8;
+  mnl_attr_put(r.nlh, DCB_ATTR_IEEE_PFC, sizeof pfc, &pfc);
+  mnl_attr_nest_end(r.nlh, nest);
+  std::vector<char> buf(r.buf.begin(), r.buf.begin() + r.nlh->nlmsg_len);
+  // First an unrelated RTM_GETDCB message (another command), then one claiming 0xe1e1e1e1 bytes.
+  std::vector<char> other(24, '\xe1');
+  const std::uint32_t other_len = 24;
+  std::memcpy(other.data(), &other_len, 4);
+  const std::uint16_t type = RTM_GETDCB, flags = 0;
+  std::memcpy(other.data() + 4, &type, 2);
+  std::memcpy(other.data() + 6, &flags, 2);
+  std::memset(other.data() + 8, 0, 8);
+  other[16] = 0;  // dcbmsg.dcb_family
+  other[17] = 0;  // dcbmsg.cmd: not DCB_CMD_IEEE_GET
+  std::vector<char> huge(64, '\xe1');
+  IeeePfc out;
+  std::vector<char> joined = other;
+  joined.insert(joined.end(), huge.begin(), huge.end());
+  EXPECT_EQ(ParseIeeePfcReply(joined.data(), joined.size(), &out), ENOENT);
+  joined.insert(joined.begin() + 24, buf.begin(), buf.end());
+  ASSERT_EQ(ParseIeeePfcReply(joined.data(), joined.size(), &out), 0);
+  EXPECT_EQ(out.pfc_cap, 8);
+}
+
 }  // namespace
 }  // namespace nvmeof

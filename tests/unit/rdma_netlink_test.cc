@@ -490,7 +490,7 @@ TEST(RdmaNetlinkMalformed, BadLengthsAndGarbage) {
 }
 
 // Error codes outside the kernel's -4095..0: INT_MIN made `-err` overflow (found by the fuzzer,
-// tests/fuzz/regressions/); positive ones are no errno either.
+// tests/fuzz/regressions/rdma_netlink_fuzz/); positive ones are no errno either.
 TEST(RdmaNetlinkMalformed, ErrorCodeOutOfRange) {
   for (int code : {INT_MIN, -4096, 1, INT_MAX}) {
     Buf msg = Control(NLMSG_ERROR, 0);
