@@ -29,20 +29,14 @@ class KernelBlockSource : public BlockSource {
   bool Read(BlockSnapshot* out) override {
     if (ncpus_ <= 0) return false;
     // Histograms: per-CPU values of every (disk, op), summed.
-    int fd = bpf_map__fd(skel_->maps.block_hists);
-    std::vector<nvmeof_block_hist> percpu(ncpus_);
-    nvmeof_block_key key{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      key = next;
-      prev = &key;
-      if (bpf_map_lookup_elem(fd, &key, percpu.data()) != 0) continue;  // deleted meanwhile
-      BlockSeries s;
-      s.dev = key.dev;
-      s.op = key.op;
-      Sum(percpu, &s.hist);
-      out->series.push_back(s);
-    }
+    ForEachPerCpu<nvmeof_block_key, nvmeof_block_hist>(bpf_map__fd(skel_->maps.block_hists), ncpus_,
+                                                       [&](const auto& key, const auto& percpu) {
+                                                         BlockSeries s;
+                                                         s.dev = key.dev;
+                                                         s.op = key.op;
+                                                         Sum(percpu, &s.hist);
+                                                         out->series.push_back(s);
+                                                       });
     // Event counters.
     int cfd = bpf_map__fd(skel_->maps.counters);
     std::vector<std::uint64_t> values(ncpus_);

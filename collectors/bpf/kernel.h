@@ -3,6 +3,7 @@
 // and per-program run statistics. Only built with NVMEOF_BPF (needs libbpf).
 #pragma once
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include <cerrno>
@@ -103,5 +104,19 @@ bool ReadProgramStats(const bpf_program* program, ProgramStats* stats);
 
 // True when kernel.bpf_stats_enabled is set system-wide (someone else enabled stats).
 bool BpfStatsSysctlEnabled(const Paths& paths);
+
+// Walks a per-CPU hash map: fn(key, values of every possible CPU) for each entry still there
+// when looked up (entries deleted meanwhile are passed over).
+template <typename K, typename V, typename Fn>
+void ForEachPerCpu(int map_fd, int ncpus, Fn fn) {
+  std::vector<V> percpu(static_cast<size_t>(ncpus));
+  K key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(map_fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    if (bpf_map_lookup_elem(map_fd, &key, percpu.data()) == 0) fn(key, percpu);
+  }
+}
 
 }  // namespace nvmeof

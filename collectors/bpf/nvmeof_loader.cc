@@ -121,23 +121,18 @@ class KernelNvmeofSource : public NvmeofSource {
 
   bool Read(NvmeofSnapshot* out) override {
     if (ncpus_ <= 0) return false;
-    int fd = bpf_map__fd(maps_->maps.nv_hists);
-    std::vector<nvmeof_hist> percpu(ncpus_);
-    nvmeof_series key{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      key = next;
-      prev = &key;
-      if (bpf_map_lookup_elem(fd, &key, percpu.data()) != 0) continue;
-      NvmeofSeries s;
-      s.key = key;
-      for (const auto& h : percpu) {
-        s.hist.count += h.count;
-        s.hist.sum_ns += h.sum_ns;
-        for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b) s.hist.buckets[b] += h.buckets[b];
-      }
-      out->series.push_back(s);
-    }
+    ForEachPerCpu<nvmeof_series, nvmeof_hist>(bpf_map__fd(maps_->maps.nv_hists), ncpus_,
+                                              [&](const auto& key, const auto& percpu) {
+                                                NvmeofSeries s;
+                                                s.key = key;
+                                                for (const auto& h : percpu) {
+                                                  s.hist.count += h.count;
+                                                  s.hist.sum_ns += h.sum_ns;
+                                                  for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b)
+                                                    s.hist.buckets[b] += h.buckets[b];
+                                                }
+                                                out->series.push_back(s);
+                                              });
     int nfd = bpf_map__fd(maps_->maps.nv_names);
     std::uint64_t addr = 0, next_addr = 0;
     const void* prev_addr = nullptr;

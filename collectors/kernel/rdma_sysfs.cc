@@ -36,7 +36,7 @@ std::vector<RdmaNetdev> ListRdmaNetdevs(const Paths& paths, const NameFilter& de
     if (!devices.Allows(dev)) continue;
     for (const auto& port : ListDir(root + "/" + dev + "/ports")) {
       for (auto& netdev : PortNetdevs(root + "/" + dev + "/ports/" + port)) {
-        out.push_back({dev, port, std::move(netdev)});
+        out.push_back({dev, std::move(netdev)});
       }
     }
   }

@@ -17,7 +17,6 @@ std::vector<std::string> PortNetdevs(const std::string& port_dir);
 // The netdevs RDMA ports are bound to: /sys/class/infiniband/DEV/ports/N/gid_attrs/ndevs/*.
 struct RdmaNetdev {
   std::string device;
-  std::string port;
   std::string netdev;
 };
 std::vector<RdmaNetdev> ListRdmaNetdevs(const Paths& paths, const NameFilter& devices);

@@ -36,4 +36,16 @@ std::string JsonNumber(double v) {
   return buf;
 }
 
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string Us(double seconds) { return Fmt("%.1f", seconds * 1e6); }
+
+std::string Percent(std::size_t part, std::size_t whole) {
+  return Fmt("%.1f", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0);
+}
+
 }  // namespace nvmeof::profile

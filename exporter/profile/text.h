@@ -1,6 +1,7 @@
 // Small text helpers shared by `report` and `top`: text bars and JSON values.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace nvmeof::profile {
@@ -11,5 +12,11 @@ std::string Bar(double fraction, int width);
 std::string JsonString(const std::string& s);
 // A JSON number with 9 significant digits; null for NaN and infinities.
 std::string JsonNumber(double v);
+// printf of one double.
+std::string Fmt(const char* format, double v);
+// Microseconds with 1 decimal.
+std::string Us(double seconds);
+// part/whole in percent with 1 decimal ("0.0" when whole is 0).
+std::string Percent(std::size_t part, std::size_t whole);
 
 }  // namespace nvmeof::profile

@@ -6,16 +6,18 @@
 # exporter must answer /metrics with 200, `promtool check metrics` must print nothing (no parse
 # error and no lint warning: the lint rules look at names and help only, which garbage cannot
 # change, so a warning here is as much a bug as in test_golden.sh), and the exporter must still be
-# running afterwards. Then one real Prometheus scrapes the exporters of the first CHAOS_PROM_TREES
-# trees and must report up == 1 and scrape_samples_scraped > 0 for every one.
-# Only the text format is scraped: the protobuf exposition (native histograms) is not built yet;
-# when it is, add a protobuf scrape per tree here.
+# running afterwards. The same tree scraped as protobuf must answer 200 and decode whole, with
+# valid UTF-8 in every string (protobuf_check.py). Then two real Prometheus, one on text and one
+# with native histograms on (protobuf), scrape the exporters of the first CHAOS_PROM_TREES trees
+# and must report up == 1 and scrape_samples_scraped > 0 for every one.
 #
 #   tests/e2e/test_chaos.sh build/nvmeof_exporter                 # CHAOS_TREES=8, random seed
 #   CHAOS_TREES=200 tests/e2e/test_chaos.sh build/nvmeof_exporter # the full run
 #   CHAOS_SEED=1234 CHAOS_TREES=1 tests/e2e/test_chaos.sh build/nvmeof_exporter  # one tree again
 # Tree i of a run uses seed CHAOS_SEED+i; a failure prints the command that rebuilds that tree.
 source "$(dirname "$0")/lib.sh"
+PROTOBUF_ACCEPT='application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited'
+command -v protoc >/dev/null || fail "protoc is not installed (apt-get install protobuf-compiler)"
 command -v promtool >/dev/null || fail "promtool is not installed (apt-get install prometheus)"
 command -v prometheus >/dev/null || fail "prometheus is not installed (apt-get install prometheus)"
 
@@ -55,6 +57,17 @@ for i in $(seq 0 $((TREES - 1))); do
     broke "$s" "promtool check metrics: $(head -c 300 "$tree/promtool.log" | tr '\n' ' ')"
     ok=0
   fi
+  # The same tree as protobuf (what a native-histogram Prometheus asks for).
+  pcode=$(curl -sS -o "$tree/metrics.pb" -w '%{http_code} %{content_type}' --max-time 20 \
+    -H "Accept: $PROTOBUF_ACCEPT" "http://127.0.0.1:$PORT/metrics" 2>"$tree/curl.err") ||
+    pcode="curl failed: $(cat "$tree/curl.err")"
+  if [ "${pcode%% *}" != 200 ] || [[ "$pcode" != *application/vnd.google.protobuf* ]]; then
+    broke "$s" "protobuf /metrics answered $pcode"
+    ok=0
+  elif ! why=$(python3 "$E2E_DIR/protobuf_check.py" "$tree/metrics.pb"); then
+    broke "$s" "protobuf /metrics: $why"
+    ok=0
+  fi
   if ! kill -0 "$pid" 2>/dev/null; then
     broke "$s" "the exporter exited: $(tail -n 5 "$WORK/chaos-$s.log")"
     ok=0
@@ -82,12 +95,23 @@ echo "chaos: $((TREES - ${#BROKEN[@]})) of $TREES trees served valid /metrics"
   done
 } >"$WORK/prometheus.yml"
 start_prometheus
+TEXT_PROM_PORT=$PROM_PORT
+# A second one with native histograms on scrapes the same exporters over protobuf.
+mkdir -p "$WORK/pb"
+cp "$WORK/prometheus.yml" "$WORK/pb/prometheus.yml"
+PB_PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+prometheus --config.file="$WORK/pb/prometheus.yml" --storage.tsdb.path="$WORK/pb/tsdb" \
+  --enable-feature=native-histograms --web.listen-address="127.0.0.1:$PB_PROM_PORT" \
+  >"$WORK/pb/prometheus.log" 2>&1 &
+PIDS+=($!)
 # query EXPR: "seed value" lines of an instant query.
 query() {
   curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" |
     python3 -c 'import json,sys; d=json.load(sys.stdin)
 for r in d["data"]["result"]: print(r["metric"].get("chaos_seed","?"), r["value"][1])'
 }
+for mode in text:$TEXT_PROM_PORT protobuf:$PB_PROM_PORT; do
+PROM_PORT=${mode#*:}
 for _ in $(seq 60); do
   n=$(query 'scrape_samples_scraped{job="chaos"}' 2>/dev/null | wc -l) || n=0
   [ "$n" -ge "${#PROM_PORTS[@]}" ] && break
@@ -101,10 +125,11 @@ for s in "${PROM_SEEDS[@]}"; do
     err=$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/targets" | python3 -c 'import json,sys
 for t in json.load(sys.stdin)["data"]["activeTargets"]:
     if t["labels"].get("chaos_seed") == sys.argv[1]: print(t["lastError"])' "$s")
-    broke "$s" "Prometheus: up=${UP[$s]:-none} scrape_samples_scraped=${SAMPLES[$s]:-none} $err"
+    broke "$s" "Prometheus (${mode%%:*}): up=${UP[$s]:-none} scrape_samples_scraped=${SAMPLES[$s]:-none} $err"
   fi
 done
-echo "chaos: Prometheus scraped the first ${#PROM_SEEDS[@]} trees"
+done
+echo "chaos: two Prometheus (text; protobuf with native histograms) scraped the first ${#PROM_SEEDS[@]} trees"
 
 broken=${#BROKEN[@]}
 echo "chaos: $broken of $TREES trees broke (seed=$SEED) in $(( $(date +%s) - start_s )) s"

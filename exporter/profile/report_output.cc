@@ -1,0 +1,298 @@
+// `report`'s output: text tables and bars, JSON, the baseline comparison, and the command line.
+#include "exporter/profile/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "collectors/bpf/nvmeof.h"
+#include "exporter/profile/text.h"
+
+namespace nvmeof::profile {
+namespace {
+
+void PrintHistogram(const Component& c, std::ostream& out) {
+  std::uint64_t most = c.hist.negative;
+  for (auto b : c.hist.buckets) most = std::max(most, b);
+  if (!most) return;
+  auto line = [&](const std::string& label, std::uint64_t count) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "        %12s |%s| %llu\n", label.c_str(),
+                  Bar(static_cast<double>(count) / static_cast<double>(most), 40).c_str(),
+                  static_cast<unsigned long long>(count));
+    out << buf;
+  };
+  if (c.hist.negative) line("< 0", c.hist.negative);
+  size_t first = 0, last = 0;
+  for (size_t i = 0; i < c.hist.buckets.size(); ++i)
+    if (c.hist.buckets[i]) last = i;
+  while (first < last && !c.hist.buckets[first]) ++first;
+  for (size_t i = first; i <= last && i < c.hist.buckets.size(); ++i) {
+    const std::string label = i == 0 ? "< 1us" : "< " + std::to_string(1ull << i) + "us";
+    line(label, c.hist.buckets[i]);
+  }
+}
+
+void PrintGroups(const std::vector<Group>& groups, bool detail, std::ostream& out) {
+  for (const auto& g : groups) {
+    out << "\n"
+        << g.role << " " << g.transport << " " << g.op << " " << g.size << " "
+        << (g.device.empty() ? "-" : g.device) << ": n=" << g.n
+        << " end_to_end mean=" << Us(g.end_to_end.mean) << "us p50=" << Us(g.end_to_end.p50)
+        << "us p99=" << Us(g.end_to_end.p99) << "us L=" << Fmt("%.2f", g.end_to_end.queue_depth)
+        << "\n";
+    char buf[256];
+    if (!detail) {
+      std::snprintf(buf, sizeof buf, "  %-40s %10s %7s %7s  %s\n", "stage", "mean_us", "share", "L",
+                    "");
+      out << buf;
+      for (const auto& c : g.components) {
+        std::snprintf(buf, sizeof buf, "  %-40s %10s %6.1f%% %7.2f  |%s|\n", c.name.c_str(),
+                      Us(c.mean).c_str(), c.share * 100, c.queue_depth, Bar(c.share, 20).c_str());
+        out << buf;
+      }
+      continue;
+    }
+    std::snprintf(buf, sizeof buf, "  %-40s %8s %10s %7s %10s %10s %10s\n", "component", "n",
+                  "mean_us", "L", "p50_us", "p99_us", "p99.9_us");
+    out << buf;
+    for (const auto& c : g.components) {
+      std::snprintf(buf, sizeof buf, "  %-40s %8zu %10s %7.2f %10s %10s %10s\n", c.name.c_str(),
+                    c.values.size(), Us(c.mean).c_str(), c.queue_depth, Us(c.p50).c_str(),
+                    Us(c.p99).c_str(), Us(c.p999).c_str());
+      out << buf;
+      PrintHistogram(c, out);
+    }
+  }
+}
+
+void GroupsJson(const std::vector<Group>& groups, std::ostream& out) {
+  out << "[";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const Group& g = groups[i];
+    auto comp = [&](const Component& c) {
+      out << "{\"name\":" << JsonString(c.name) << ",\"n\":" << c.values.size()
+          << ",\"mean_seconds\":" << JsonNumber(c.mean) << ",\"share\":" << JsonNumber(c.share)
+          << ",\"queue_depth\":" << JsonNumber(c.queue_depth)
+          << ",\"p50_seconds\":" << JsonNumber(c.p50) << ",\"p99_seconds\":" << JsonNumber(c.p99)
+          << ",\"p999_seconds\":" << JsonNumber(c.p999) << "}";
+    };
+    out << (i ? "," : "") << "{\"role\":" << JsonString(g.role)
+        << ",\"transport\":" << JsonString(g.transport) << ",\"op\":" << JsonString(g.op)
+        << ",\"size\":" << JsonString(g.size) << ",\"device\":" << JsonString(g.device)
+        << ",\"n\":" << g.n << ",\"end_to_end\":";
+    comp(g.end_to_end);
+    out << ",\"components\":[";
+    for (size_t j = 0; j < g.components.size(); ++j) {
+      if (j) out << ",";
+      comp(g.components[j]);
+    }
+    out << "]}";
+  }
+  out << "]";
+}
+
+}  // namespace
+
+void PrintReportText(const Report& rep, bool detail, std::ostream& out) {
+  auto header = [&](const char* what, const RecordHeader& h, std::uint64_t lost) {
+    out << what << ": " << h.role << " " << (h.hostname.empty() ? "?" : h.hostname) << " kernel "
+        << (h.kernel.empty() ? "?" : h.kernel) << ", mechanism "
+        << (h.mechanism.empty() ? "?" : h.mechanism) << ", 1 in " << h.sample_every
+        << " commands sampled, " << lost << " records lost\n";
+  };
+  header("file", rep.host_header, rep.lost);
+  if (rep.target_header) header("file", *rep.target_header, rep.target_lost);
+  PrintGroups(rep.groups, detail, out);
+  if (!rep.join) return;
+  const JoinResult& j = *rep.join;
+  out << "\njoin: " << j.matched << " matched, " << Percent(j.matched, j.host_records)
+      << "% of the host's " << j.host_records << " records (target file: " << j.target_records
+      << ")\n";
+  const std::size_t unmatched = j.host_records - j.matched;
+  if (unmatched) {
+    out << "  unmatched host records: " << unmatched << "\n"
+        << "    " << j.unmatched_outside
+        << " outside the target file's time span (record was not running there)\n"
+        << "    " << j.unmatched_no_key
+        << " with no target record of the same qid/cid/slba/nlb (not sampled there: same -s N "
+           "on both sides? or points missing)\n"
+        << "    " << j.unmatched_no_partner
+        << " whose command ids were seen, but no free target record within 1 s (cid reused, "
+           "duplicates)\n";
+  }
+  if (j.matched)
+    out << "  network negative (target residence > host wait) for " << j.negative_network << " of "
+        << j.matched << " (" << Percent(j.negative_network, j.matched) << "%)\n";
+  out << "\njoined per command (network = host wait - target residence):";
+  PrintGroups(rep.joined, true, out);
+  if (!detail) return;
+  out << "\ntarget file:";
+  PrintGroups(rep.target_groups, true, out);
+}
+
+void PrintReportJson(const Report& rep, std::ostream& out) {
+  auto header = [&](const RecordHeader& h, std::uint64_t lost) {
+    out << "{\"role\":" << JsonString(h.role) << ",\"hostname\":" << JsonString(h.hostname)
+        << ",\"kernel\":" << JsonString(h.kernel) << ",\"mechanism\":" << JsonString(h.mechanism)
+        << ",\"sample_every\":" << h.sample_every << ",\"lost\":" << lost << "}";
+  };
+  out << "{\"format\":\"nvmeof-report\",\"version\":1,\"files\":[";
+  header(rep.host_header, rep.lost);
+  if (rep.target_header) {
+    out << ",";
+    header(*rep.target_header, rep.target_lost);
+  }
+  out << "],\"groups\":";
+  GroupsJson(rep.groups, out);
+  if (rep.join) {
+    const JoinResult& j = *rep.join;
+    out << ",\"join\":{\"host_records\":" << j.host_records
+        << ",\"target_records\":" << j.target_records << ",\"matched\":" << j.matched
+        << ",\"unmatched_outside_target_span\":" << j.unmatched_outside
+        << ",\"unmatched_no_target_record\":" << j.unmatched_no_key
+        << ",\"unmatched_no_partner_in_window\":" << j.unmatched_no_partner
+        << ",\"negative_network\":" << j.negative_network << "},\"joined\":";
+    GroupsJson(rep.joined, out);
+    out << ",\"target_groups\":";
+    GroupsJson(rep.target_groups, out);
+  }
+  out << "}\n";
+}
+
+void PrintComparison(const Report& base, const Report& now, bool json, std::ostream& out) {
+  struct Moved {
+    std::string group, component;
+    double before = 0, after = 0;
+    bool joined = false;
+  };
+  std::vector<Moved> rows;
+  auto compare = [&](const std::vector<Group>& a, const std::vector<Group>& b, bool joined) {
+    for (const auto& gb : b) {
+      auto ga = std::find_if(a.begin(), a.end(), [&](const Group& g) { return g.key == gb.key; });
+      if (ga == a.end()) continue;
+      for (const auto& cb : gb.components) {
+        auto ca = std::find_if(ga->components.begin(), ga->components.end(),
+                               [&](const Component& c) { return c.name == cb.name; });
+        if (ca == ga->components.end()) continue;
+        rows.push_back({gb.key, cb.name, ca->mean, cb.mean, joined});
+      }
+      rows.push_back({gb.key, "end_to_end", ga->end_to_end.mean, gb.end_to_end.mean, joined});
+    }
+  };
+  // With both joined, the stage that moved is named from the joined components: they split
+  // the host's network_and_target into the network and the target's stages.
+  const bool joined = base.join && now.join;
+  if (joined) compare(base.joined, now.joined, true);
+  compare(base.groups, now.groups, false);
+  const Moved* most = nullptr;
+  for (const auto& r : rows)
+    if (r.component != "end_to_end" && r.joined == joined &&
+        (!most || std::fabs(r.after - r.before) > std::fabs(most->after - most->before) + 1e-12))
+      most = &r;
+  if (json) {
+    out << "{\"format\":\"nvmeof-report-comparison\",\"version\":1,\"rows\":[";
+    for (size_t i = 0; i < rows.size(); ++i)
+      out << (i ? "," : "") << "{\"group\":" << JsonString(rows[i].group)
+          << ",\"component\":" << JsonString(rows[i].component)
+          << ",\"baseline_mean_seconds\":" << JsonNumber(rows[i].before)
+          << ",\"mean_seconds\":" << JsonNumber(rows[i].after) << "}";
+    out << "],\"moved\":";
+    if (most)
+      out << "{\"group\":" << JsonString(most->group)
+          << ",\"component\":" << JsonString(most->component)
+          << ",\"change_seconds\":" << JsonNumber(most->after - most->before) << "}";
+    else
+      out << "null";
+    out << "}\n";
+    return;
+  }
+  char buf[256];
+  std::string group;
+  for (const auto& r : rows) {
+    if (r.group != group) {
+      out << "\n" << r.group << "\n";
+      std::snprintf(buf, sizeof buf, "  %-40s %12s %12s %12s %8s\n", "component", "baseline_us",
+                    "now_us", "change_us", "change");
+      out << buf;
+      group = r.group;
+    }
+    const double pct = r.before > 0 ? (r.after - r.before) / r.before * 100 : 0;
+    std::snprintf(buf, sizeof buf, "  %-40s %12s %12s %+12.1f %+7.1f%%\n", r.component.c_str(),
+                  Us(r.before).c_str(), Us(r.after).c_str(), (r.after - r.before) * 1e6, pct);
+    out << buf;
+  }
+  if (most)
+    out << "\nmoved most: " << most->component << " (" << most->group
+        << "): " << Fmt("%+.1f", (most->after - most->before) * 1e6) << " us, " << Us(most->before)
+        << " -> " << Us(most->after) << " us\n";
+  else
+    out << "\nno group and component in common with the baseline\n";
+}
+
+int RunReport(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  bool detail = false, json = false;
+  std::vector<std::string> files, baseline;
+  for (const auto& a : args) {
+    if (a == "--detail") {
+      detail = true;
+    } else if (a == "--format=json") {
+      json = true;
+    } else if (a == "--format=text") {
+      json = false;
+    } else if (a.rfind("--baseline=", 0) == 0) {
+      std::stringstream ss(a.substr(11));
+      std::string f;
+      while (std::getline(ss, f, ','))
+        if (!f.empty()) baseline.push_back(f);
+    } else if (a == "--help" || a == "-h") {
+      out << "usage: nvmeof_exporter report [--detail] [--format=text|json] "
+             "[--baseline=OLD[,OLD_TARGET]] FILE [FILE]\n";
+      return 0;
+    } else if (a.rfind("--", 0) == 0) {
+      err << "nvmeof_exporter report: unknown flag " << a << "\n";
+      return 2;
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.empty() || files.size() > 2 || baseline.size() > 2) {
+    err << "usage: nvmeof_exporter report [--detail] [--format=text|json] "
+           "[--baseline=OLD[,OLD_TARGET]] FILE [FILE]\n";
+    return 2;
+  }
+  auto load = [&](const std::vector<std::string>& paths, Report* rep) {
+    std::vector<RecordFile> f(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) {
+      std::string e;
+      if (!ReadRecordFile(paths[i], &f[i], &e)) {
+        err << "nvmeof_exporter report: " << paths[i] << ": " << e << "\n";
+        return false;
+      }
+    }
+    if (f.size() == 2 && f[0].header.role == f[1].header.role) {
+      err << "nvmeof_exporter report: " << paths[0] << " and " << paths[1] << " are both "
+          << f[0].header.role << " files; give one host file and one target file\n";
+      return false;
+    }
+    *rep = BuildReport(f[0], f.size() == 2 ? &f[1] : nullptr);
+    return true;
+  };
+  Report now;
+  if (!load(files, &now)) return 2;
+  if (!baseline.empty()) {
+    Report old;
+    if (!load(baseline, &old)) return 2;
+    PrintComparison(old, now, json, out);
+    return 0;
+  }
+  if (json)
+    PrintReportJson(now, out);
+  else
+    PrintReportText(now, detail, out);
+  return 0;
+}
+
+}  // namespace nvmeof::profile
