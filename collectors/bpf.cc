@@ -55,6 +55,16 @@ std::string_view TransportName(std::uint8_t trtype) {
 }
 
 // Run counts and CPU time per program; only while BPF stats are on (else they stand still).
+void EmitMapSizes(std::string_view part, const std::vector<MapSize>& maps, MetricSink& out) {
+  for (const auto& m : maps) {
+    out.Gauge("nvmeof_exporter_bpf_map_bytes",
+              "Most memory an eBPF map can take: max_entries x (key + value x CPUs for per-CPU "
+              "maps). Reserved at load, except the histogram maps, which allocate per series; "
+              "charged to the memory cgroup.",
+              {{"part", std::string(part)}, {"map", m.name}}, static_cast<double>(m.bytes));
+  }
+}
+
 void EmitProgramRuns(const std::vector<ProgramRun>& programs, MetricSink& out) {
   for (const auto& p : programs) {
     Labels labels = {{"hook", p.hook}, {"mechanism", std::string(MechanismName(p.mechanism))}};
@@ -188,6 +198,7 @@ class BpfCollector : public Collector {
               "Entries of the in-flight table (4-way set associative).", {},
               static_cast<double>(snap.inflight_capacity));
     if (snap.program_run_stats) EmitProgramRuns(snap.programs, out);  // else frozen, not 0
+    EmitMapSizes("block", snap.maps, out);
   }
 
   // NVMe-oF stages: hooks (of loaded modules), commands, stage and end-to-end histograms.
@@ -289,6 +300,7 @@ class BpfCollector : public Collector {
     out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "nvmeof_map_full"}},
                 static_cast<double>(snap.counters[NVMEOF_NCTR_MAP_FULL]));
     if (snap.program_run_stats) EmitProgramRuns(snap.programs, out);
+    EmitMapSizes("nvmeof", snap.maps, out);
     return true;
   }
 

@@ -101,6 +101,14 @@ struct ProgramStats {
   std::uint64_t recursion_misses = 0;
 };
 
+// The most memory a loaded BPF map can take: max_entries x (key + value x CPUs for per-CPU maps);
+// reserved at load unless the map allocates on demand (BPF_F_NO_PREALLOC). Charged to the memory
+// cgroup (kernels >= 5.11), so it counts against the unit's MemoryMax.
+struct MapSize {
+  std::string name;
+  std::uint64_t bytes = 0;
+};
+
 // The `probe` subcommand's table: hook, status, mechanism, required, and rejected variants.
 void PrintProbe(const Availability& availability, const AttachPlan& plan, std::ostream& out);
 

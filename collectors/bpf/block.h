@@ -41,6 +41,7 @@ struct BlockSnapshot {
   std::uint64_t inflight_capacity = 0;
   std::vector<ProgramRun> programs;
   bool program_run_stats = false;  // run_count/run_time_ns are live (stats enabled)
+  std::vector<MapSize> maps;       // sizes, fixed at load
 };
 
 class BlockSource {

@@ -24,10 +24,12 @@ class KernelBlockSource : public BlockSource {
         plan_(std::move(plan)),
         stats_fd_(std::move(stats_fd)),
         paths_(std::move(paths)),
-        ncpus_(libbpf_num_possible_cpus()) {}
+        ncpus_(libbpf_num_possible_cpus()),
+        maps_(LoadedMapSizes(skel_->obj, "block")) {}
 
   bool Read(BlockSnapshot* out) override {
     if (ncpus_ <= 0) return false;
+    out->maps = maps_;
     // Histograms: per-CPU values of every (disk, op), summed.
     ForEachPerCpu<nvmeof_block_key, nvmeof_block_hist>(bpf_map__fd(skel_->maps.block_hists), ncpus_,
                                                        [&](const auto& key, const auto& percpu) {
@@ -90,6 +92,7 @@ class KernelBlockSource : public BlockSource {
   UniqueFd stats_fd_;
   Paths paths_;
   int ncpus_;
+  std::vector<MapSize> maps_;
 };
 
 }  // namespace

@@ -180,4 +180,27 @@ UniqueFd EnableRunTimeStats() {
   return UniqueFd(fd);
 }
 
+std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part) {
+  std::vector<MapSize> sizes;
+  const int ncpus = libbpf_num_possible_cpus();
+  std::uint64_t total = 0;
+  const bpf_map* map = nullptr;
+  bpf_object__for_each_map(map, obj) {
+    if (bpf_map__is_internal(map)) continue;
+    const bpf_map_type type = bpf_map__type(map);
+    const bool percpu = type == BPF_MAP_TYPE_PERCPU_HASH || type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+                        type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+    const std::uint64_t value = bpf_map__value_size(map);
+    const std::uint64_t bytes =
+        std::uint64_t{bpf_map__max_entries(map)} *
+        (bpf_map__key_size(map) + (percpu ? value * static_cast<std::uint64_t>(ncpus) : value));
+    sizes.push_back({bpf_map__name(map), bytes});
+    total += bytes;
+  }
+  LogInfo("eBPF maps (most memory they can take)", Kv("part", part) + " " + Kv("maps", std::to_string(sizes.size())) + " " +
+                           Kv("bytes", std::to_string(total)) + " " +
+                           Kv("cpus", std::to_string(ncpus)));
+  return sizes;
+}
+
 }  // namespace nvmeof

@@ -44,6 +44,7 @@ struct NvmeofSnapshot {
   std::uint64_t counters[NVMEOF_NCTR_COUNT] = {};
   std::vector<ProgramRun> programs;
   bool program_run_stats = false;
+  std::vector<MapSize> maps;  // sizes, fixed at load
 };
 
 class NvmeofSource {

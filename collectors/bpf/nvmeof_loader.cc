@@ -82,7 +82,8 @@ class KernelNvmeofSource : public NvmeofSource {
         forced_(forced),
         maps_(std::move(maps)),
         stats_fd_(std::move(stats_fd)),
-        ncpus_(libbpf_num_possible_cpus()) {
+        ncpus_(libbpf_num_possible_cpus()),
+        map_sizes_(LoadedMapSizes(maps_->obj, "nvmeof")) {
     Refresh();  // what is loaded now is attached before the first scrape
     watcher_ = std::thread([this] {
       std::unique_lock<std::mutex> lock(stop_mu_);
@@ -121,6 +122,7 @@ class KernelNvmeofSource : public NvmeofSource {
 
   bool Read(NvmeofSnapshot* out) override {
     if (ncpus_ <= 0) return false;
+    out->maps = map_sizes_;
     ForEachPerCpu<nvmeof_series, nvmeof_hist>(bpf_map__fd(maps_->maps.nv_hists), ncpus_,
                                               [&](const auto& key, const auto& percpu) {
                                                 NvmeofSeries s;
@@ -296,6 +298,7 @@ class KernelNvmeofSource : public NvmeofSource {
   std::string modules_ = "-";        // loaded gate modules at the last refresh (watcher only)
   UniqueFd stats_fd_;
   int ncpus_;
+  std::vector<MapSize> map_sizes_;  // of maps_, fixed at load
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_ = false;

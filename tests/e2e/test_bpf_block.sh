@@ -127,6 +127,15 @@ for mech in fentry kprobe tp_btf raw_tp; do
   grep -q '^nvmeof_exporter_bpf_lost_events_total{reason="inflight_evicted"} 0$' \
     "$WORK/$mech-a3.prom" || fail "$mech: in-flight table evicted entries at QD32"
   pass "$mech: fast loop device, QD32: counts within 1%"
+  # Map ceilings: the per-CPU histogram map is 1024 x (key + value x possible CPUs).
+  hist_bytes=$(sed -n 's/^nvmeof_exporter_bpf_map_bytes{part="block",map="block_hists"} //p' \
+    "$WORK/$mech-a3.prom")
+  ncpu=$(awk -F- '{print ($2 == "" ? 1 : $2 + 1)}' /sys/devices/system/cpu/possible)
+  # key (dev, op: 8 B) + value (3 stages x (218 buckets + count + sum) + requests, 5,288 B) per CPU
+  awk -v x="${hist_bytes:-0}" -v n="$ncpu" 'BEGIN {exit !(x == 1024 * (8 + 5288 * n))}' ||
+    fail "$mech: nvmeof_exporter_bpf_map_bytes block_hists ${hist_bytes:-missing}, want 1024 x (8 + 5288 x $ncpu)"
+  cpus=$ncpu
+  pass "$mech: block_hists may take $hist_bytes bytes (possible CPUs $cpus)"
 
   promtool check metrics <"$WORK/$mech-a3.prom" >"$WORK/promtool.log" 2>&1 ||
     { cat "$WORK/promtool.log" >&2; fail "promtool check metrics"; }
