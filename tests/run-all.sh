@@ -2,7 +2,7 @@
 # Installs what the tests need, builds, and runs every test: unit, end-to-end (with a real
 # Prometheus), fuzzing, and the real-kernel VM suite when tests/vm exists. .ci/run calls this.
 #   SKIP_VM=1 tests/run-all.sh   # host tests only (fuzzing included; SKIP_FUZZ=1 skips it;
-#                                # SANITIZE=1 adds the ASan+UBSan and TSan runs)
+#                                # SANITIZE=0 skips the ASan+UBSan and TSan runs, ~18 min here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh --test
@@ -24,10 +24,11 @@ if [ "${ran:-0}" -lt "$expected" ]; then
   exit 1
 fi
 echo "run-all: ctest ran $ran tests ($expected unit and e2e tests exist)"
-# Sanitizers (opt-in until they have passed here end to end: SANITIZE=1): the unit and e2e suites
+# Sanitizers (SANITIZE=0 skips them; measured here: ASan build 688 s, tests 120 s, TSan build
+# 255 s, tests 3 s): the unit and e2e suites
 # once more under ASan+UBSan, and the threaded tests (scraper, web server, the BPF module
 # watcher) under TSan, each in its own tree. Every report fails the run (halt_on_error).
-if [ "${SANITIZE:-0}" = 1 ]; then
+if [ "${SANITIZE:-1}" = 1 ]; then
   t0=$(date +%s)
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNVMEOF_BUILD_TESTS=ON \
     -DNVMEOF_WERROR=ON -DNVMEOF_SANITIZE=ON >/dev/null
