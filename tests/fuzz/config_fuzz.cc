@@ -9,12 +9,13 @@
 #include "exporter/config.h"
 #include "exporter/web_config.h"
 
+// libFuzzer's once-per-process hook: only errors are logged while fuzzing.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  nvmeof::SetLogLevel(nvmeof::LogLevel::kError);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const bool quiet = [] {
-    nvmeof::SetLogLevel(nvmeof::LogLevel::kError);
-    return true;
-  }();
-  (void)quiet;
   if (size < 1) return 0;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   std::string error;

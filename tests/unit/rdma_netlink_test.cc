@@ -794,8 +794,7 @@ TEST(RdmaNetlinkConfig, Keys) {
 
   for (const char* bad :
        {"rdma_netlink:\n  per_qpp: true\n", "rdma_netlink:\n  per_qp: maybe\n",
-        "rdma_netlink:\n  max_reply_bytes: 10\n",
-        "rdma_netlink:\n  timeout_seconds: 0\n",
+        "rdma_netlink:\n  max_reply_bytes: 10\n", "rdma_netlink:\n  timeout_seconds: 0\n",
         "rdma_netlink:\n  timeout_seconds: 61\n",
         "rdma_netlink:\n  enable_optional_counters: cc_rx_ce_pkts\n",
         "rdma_netlink:\n  enable_optional_counters: ['']\n"}) {
