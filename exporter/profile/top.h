@@ -46,9 +46,6 @@ double BucketQuantile(double q, const std::vector<std::pair<double, double>>& bu
 void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostream& out);
 void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out);
 
-// Minimal HTTP/1.1 GET (http:// only; Content-Length, chunked or read-to-close bodies).
-bool HttpGet(const std::string& url, double timeout_seconds, std::string* body, std::string* error);
-
 // `top --from=URL [--once] [--interval=SECONDS] [--format=json]` (args exclude "top").
 int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
