@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the exporter before load. */
 const volatile __u32 sample_every = 1; /* time 1 in N commands (counted per CPU) */
 const volatile bool size_classes = false;
+const volatile __u8 stage_detail = NVMEOF_DETAIL_NAMESPACE; /* enum nvmeof_detail */
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -48,6 +49,25 @@ struct {
   __type(key, struct nvmeof_series);
   __type(value, struct nvmeof_hist);
 } nv_hists SEC(".maps");
+
+/* Exact command counts per series (kind NVMEOF_KIND_COMMANDS): apart from nv_hists, so that a
+ * count costs 8 bytes per CPU, not a histogram's 1,760. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, NVMEOF_SERIES_MAX);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct nvmeof_series);
+  __type(value, __u64);
+} nv_commands SEC(".maps");
+
+/* Host disk (gendisk address) -> its controller's instance (nvme<N>), for stage spans at
+ * controller detail. Parsed from the disk's name when its first command completes. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u64);
+  __type(value, __u32);
+} nv_ctrl SEC(".maps");
 
 /* A zeroed value to insert from: too large for the 512-byte BPF stack. */
 struct {
@@ -122,7 +142,7 @@ static __always_inline __u8 size_class(__u64 bytes) {
   return 5;
 }
 
-static __always_inline struct nvmeof_hist* series_hist(struct nvmeof_series* k, bool* fresh) {
+static __always_inline struct nvmeof_hist* series_hist(struct nvmeof_series* k) {
   struct nvmeof_hist* h = bpf_map_lookup_elem(&nv_hists, k);
   __u32 zero = 0;
   if (h) return h;
@@ -131,7 +151,6 @@ static __always_inline struct nvmeof_hist* series_hist(struct nvmeof_series* k, 
   bpf_map_update_elem(&nv_hists, k, z, BPF_NOEXIST);
   h = bpf_map_lookup_elem(&nv_hists, k);
   if (!h) count_event(NVMEOF_NCTR_MAP_FULL);
-  if (fresh) *fresh = true;
   return h;
 }
 
@@ -149,7 +168,19 @@ __noinline int span(struct nvmeof_series* base, __u32 what, __u64 ns) {
   k.kind = what & 0xff;
   k.from = (what >> 8) & 0xff;
   k.to = (what >> 16) & 0xff;
-  if (!(what >> 24)) return series_hist(&k, 0) ? 0 : 1;
+  if (k.kind == NVMEOF_KIND_STAGE && stage_detail == NVMEOF_DETAIL_CONTROLLER) {
+    if (k.role == NVMEOF_ROLE_HOST) {
+      __u32* ctrl = bpf_map_lookup_elem(&nv_ctrl, &k.id);
+      if (ctrl) { /* else: stays per disk, still a correct (finer) series */
+        k.id = *ctrl;
+        k.detail = NVMEOF_DETAIL_CONTROLLER;
+      }
+    } else {
+      k.port = 0;
+      k.detail = NVMEOF_DETAIL_CONTROLLER;
+    }
+  }
+  if (!(what >> 24)) return series_hist(&k) ? 0 : 1;
   h = bpf_map_lookup_elem(&nv_hists, &k);
   if (!h || i >= NVMEOF_HIST_BUCKETS) return 1;
   h->count += 1;
@@ -191,21 +222,37 @@ static __always_inline void finish(struct nvmeof_inflight* e, int points) {
 
 static __always_inline void count_command(struct nvmeof_series* base, __u64 name) {
   struct nvmeof_series k = *base;
-  struct nvmeof_hist* h;
-  bool fresh = false;
+  __u64 zero64 = 0, *c;
+  char* dst;
+  struct nvmeof_hist* z;
+  __u32 zero = 0;
+  int ctrl;
   k.kind = NVMEOF_KIND_COMMANDS;
-  h = series_hist(&k, &fresh);
-  if (h) h->count += 1;
-  if (fresh && name) {
-    /* First command of this series: remember the name behind its id for the labels. */
-    char* dst;
-    struct nvmeof_hist* z;
-    __u32 zero = 0;
-    z = bpf_map_lookup_elem(&nv_zero, &zero); /* zeroed memory, larger than a name */
-    if (!z) return;
-    bpf_map_update_elem(&nv_names, &k.id, z, BPF_NOEXIST);
-    dst = bpf_map_lookup_elem(&nv_names, &k.id);
-    if (dst) bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE, (void*)name);
+  c = bpf_map_lookup_elem(&nv_commands, &k);
+  if (c) {
+    *c += 1;
+    return;
+  }
+  bpf_map_update_elem(&nv_commands, &k, &zero64, BPF_NOEXIST);
+  c = bpf_map_lookup_elem(&nv_commands, &k);
+  if (!c) {
+    count_event(NVMEOF_NCTR_MAP_FULL);
+    return;
+  }
+  *c += 1;
+  if (!name) return;
+  /* First command of this series: remember the name behind its id for the labels. */
+  z = bpf_map_lookup_elem(&nv_zero, &zero); /* zeroed memory, larger than a name */
+  if (!z) return;
+  bpf_map_update_elem(&nv_names, &k.id, z, BPF_NOEXIST);
+  dst = bpf_map_lookup_elem(&nv_names, &k.id);
+  if (!dst) return;
+  bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE, (void*)name);
+  if (k.role != NVMEOF_ROLE_HOST || stage_detail != NVMEOF_DETAIL_CONTROLLER) return;
+  ctrl = nvmeof_ctrl_instance(dst);
+  if (ctrl >= 0) {
+    __u32 v = ctrl;
+    bpf_map_update_elem(&nv_ctrl, &k.id, &v, BPF_ANY);
   }
 }
 

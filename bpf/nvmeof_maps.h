@@ -46,6 +46,13 @@ enum nvmeof_kind {
   NVMEOF_KIND_COMMANDS = 2, /* exact command count (every command, not sampled) in count */
 };
 
+/* How much identity a stage span keeps (bpf.stage_detail). The end-to-end time and the exact
+ * command count always keep the full identity: disk (host) or subsystem and port (target). */
+enum nvmeof_detail {
+  NVMEOF_DETAIL_NAMESPACE = 0,  /* per disk / per (subsystem, port) */
+  NVMEOF_DETAIL_CONTROLLER = 1, /* host: per controller instance (id); target: per subsystem */
+};
+
 /* Transport types as in the NVMe-oF spec (NVMF_TRTYPE_*); the host's come from sysfs. */
 #define NVMEOF_TRTYPE_RDMA 1
 #define NVMEOF_TRTYPE_FC 2
@@ -56,7 +63,9 @@ enum nvmeof_kind {
 #define NVMEOF_SIZE_CLASSES 5
 
 struct nvmeof_series {
-  unsigned long long id; /* host: struct gendisk address; target: struct nvmet_subsys address */
+  /* host: struct gendisk address, or the controller instance (nvme<N>) at controller detail;
+   * target: struct nvmet_subsys address */
+  unsigned long long id;
   unsigned short port;   /* target: nvmet port id; host: 0 */
   unsigned char role;    /* enum nvmeof_role */
   unsigned char op;      /* enum nvmeof_block_op (block_maps.h) */
@@ -65,7 +74,8 @@ struct nvmeof_series {
   unsigned char kind;    /* enum nvmeof_kind */
   unsigned char from;    /* first point of the span */
   unsigned char to;      /* last point of the span */
-  unsigned char pad[7];
+  unsigned char detail;  /* enum nvmeof_detail; stage spans only */
+  unsigned char pad[6];
 };
 
 struct nvmeof_hist {
@@ -96,7 +106,35 @@ struct nvmeof_config {
 };
 
 #define NVMEOF_INFLIGHT_MAX 16384
+/* Default entries of nv_hists, nv_commands, nv_names and nv_ctrl; the exporter sets nv_hists
+ * from bpf.map_memory_max and the CPU count at load (collectors/bpf/nvmeof_loader.cc). */
 #define NVMEOF_SERIES_MAX 4096
 #define NVMEOF_NQN_SIZE 224 /* NVMF_NQN_SIZE (223) + NUL; also holds a disk name (32) */
+
+/* The controller instance in a host disk's name: nvme<subsys>c<ctrl>n<ns> (a multipath path
+ * disk) or nvme<ctrl>n<ns> (no native multipath); -1 if it is neither. */
+static inline int nvmeof_ctrl_instance(const char* name) {
+  int a = 0, b = 0, after_c = 0, digits = 0, i;
+  if (name[0] != 'n' || name[1] != 'v' || name[2] != 'm' || name[3] != 'e') return -1;
+#ifdef __bpf__
+#pragma unroll
+#endif
+  for (i = 4; i < 24; i++) {
+    char c = name[i];
+    if (c >= '0' && c <= '9') {
+      if (after_c) b = b * 10 + (c - '0');
+      else a = a * 10 + (c - '0');
+      if (a > 0xffff || b > 0xffff) return -1;
+      digits++;
+    } else if (c == 'c' && !after_c && digits) {
+      after_c = 1;
+      digits = 0;
+    } else {
+      break;
+    }
+  }
+  if (!digits) return -1;
+  return after_c ? b : a;
+}
 
 #endif /* NVMEOF_BPF_NVMEOF_MAPS_H_ */

@@ -62,6 +62,12 @@ void EmitMapSizes(std::string_view part, const std::vector<MapSize>& maps, Metri
               "maps). Reserved at load, except the histogram maps, which allocate per series; "
               "charged to the memory cgroup.",
               {{"part", std::string(part)}, {"map", m.name}}, static_cast<double>(m.bytes));
+    if (m.entries) {
+      out.Gauge("nvmeof_exporter_bpf_map_entries",
+                "Live entries of an eBPF map that allocates per series (histograms, counts); "
+                "each takes key + value x CPUs bytes.",
+                {{"part", std::string(part)}, {"map", m.name}}, static_cast<double>(*m.entries));
+    }
   }
 }
 
@@ -223,7 +229,20 @@ class BpfCollector : public Collector {
       const auto& k = s.key;
       Labels labels;
       std::string transport;
-      if (k.role == NVMEOF_ROLE_HOST) {
+      if (k.role == NVMEOF_ROLE_HOST && k.detail == NVMEOF_DETAIL_CONTROLLER) {
+        // A stage span of every namespace behind controller nvme<id>.
+        const std::string ctrl = "nvme" + std::to_string(k.id);
+        auto t = ReadFile(options_.paths.sysfs + "/class/nvme/" + ctrl + "/transport");
+        if (!t) {
+          gone.push_back(k.id);  // the controller went away (disconnect)
+          continue;
+        }
+        transport = *t;
+        labels = {{"role", "host"},
+                  {"transport", transport},
+                  {"op", std::string(BlockOpName(k.op))},
+                  {"controller", ctrl}};
+      } else if (k.role == NVMEOF_ROLE_HOST) {
         auto name = names.find(k.id);
         if (name != names.end() && !name->second.empty() &&
             name->second.find('/') == std::string::npos &&
@@ -261,12 +280,18 @@ class BpfCollector : public Collector {
         labels = {{"role", "target"},
                   {"transport", transport},
                   {"op", std::string(BlockOpName(k.op))},
-                  {"nqn", nqn->second},
-                  {"nvmet_port", std::to_string(k.port)}};
+                  {"nqn", nqn->second}};
+        if (k.detail != NVMEOF_DETAIL_CONTROLLER) labels.push_back({"nvmet_port", std::to_string(k.port)});
       }
       if (k.size) labels.push_back({"size", std::string(SizeClassName(k.size))});
       std::map<Labels, HistSum>* into = &commands;
       if (k.kind == NVMEOF_KIND_STAGE) {
+        if (stage_per_node_) {  // summed over controllers and subsystems (bpf.stage_detail)
+          std::erase_if(labels, [](const auto& l) {
+            return l.name == "controller" || l.name == "nvme_namespace" || l.name == "nqn" ||
+                   l.name == "nvmet_port";
+          });
+        }
         labels.push_back({"stage", NvmeofStageName(k.role, transport, k.from, k.to)});
         into = &stages;
       } else if (k.kind == NVMEOF_KIND_TOTAL) {
@@ -325,12 +350,11 @@ class BpfCollector : public Collector {
     auto transport = ReadFile(options_.paths.sysfs + "/class/nvme/" + *ctrl + "/transport");
     if (!transport) return std::nullopt;
     id.transport = *transport;
-    while (!id.transport.empty() && std::isspace(static_cast<unsigned char>(id.transport.back())))
-      id.transport.pop_back();
     return id;
   }
 
   CollectorOptions options_;
+  bool stage_per_node_ = options_.bpf.stage_detail == "node";
   BlockLoad load_;
   NvmeofLoad nvmeof_;
   BucketLayout layout_;

@@ -106,8 +106,16 @@ struct ProgramStats {
 // cgroup (kernels >= 5.11), so it counts against the unit's MemoryMax.
 struct MapSize {
   std::string name;
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;                // ceiling: max_entries x (key + value [x CPUs])
+  std::optional<std::uint64_t> entries;  // live entries, for the maps that allocate per series
 };
+
+// Sets the live entry count of map `name` in `maps`.
+inline void SetMapEntries(std::vector<MapSize>& maps, std::string_view name, std::uint64_t n) {
+  for (auto& m : maps) {
+    if (m.name == name) m.entries = n;
+  }
+}
 
 // The `probe` subcommand's table: hook, status, mechanism, required, and rejected variants.
 void PrintProbe(const Availability& availability, const AttachPlan& plan, std::ostream& out);

@@ -39,6 +39,7 @@ class KernelBlockSource : public BlockSource {
                                                          Sum(percpu, &s.hist);
                                                          out->series.push_back(s);
                                                        });
+    SetMapEntries(out->maps, "block_hists", out->series.size());
     // Event counters.
     int cfd = bpf_map__fd(skel_->maps.counters);
     std::vector<std::uint64_t> values(ncpus_);
@@ -131,6 +132,10 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
   if (skel) {
     skel->rodata->sample_every = options.sample_every ? options.sample_every : 1;
     skel->rodata->issue_hooked = load.plan.Find(kHookBlockIssue)->chosen.has_value();
+    bpf_map__set_max_entries(
+        skel->maps.block_hists,
+        HistMapEntries(options.map_memory_max, sizeof(nvmeof_block_key), sizeof(nvmeof_block_hist),
+                       libbpf_num_possible_cpus(), 16, 1024));
     if (LoadAndAttach(skel->skeleton, load.plan.Programs(), &error) < 0) skel.reset();
   }
   if (!skel) {

@@ -194,7 +194,7 @@ std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part
     const std::uint64_t bytes =
         std::uint64_t{bpf_map__max_entries(map)} *
         (bpf_map__key_size(map) + (percpu ? value * static_cast<std::uint64_t>(ncpus) : value));
-    sizes.push_back({bpf_map__name(map), bytes});
+    sizes.push_back({bpf_map__name(map), bytes, std::nullopt});
     total += bytes;
   }
   LogInfo("eBPF maps (most memory they can take)", Kv("part", part) + " " + Kv("maps", std::to_string(sizes.size())) + " " +

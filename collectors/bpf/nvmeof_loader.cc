@@ -27,6 +27,13 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& b
   if (!skel) return skel;
   skel->rodata->sample_every = bpf.sample_every ? bpf.sample_every : 1;
   skel->rodata->size_classes = bpf.size_classes;
+  // node detail is controller detail in the kernel, summed over controllers by the collector.
+  skel->rodata->stage_detail =
+      bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
+  bpf_map__set_max_entries(
+      skel->maps.nv_hists,
+      HistMapEntries(bpf.map_memory_max, sizeof(nvmeof_series), sizeof(nvmeof_hist),
+                     libbpf_num_possible_cpus(), 64, NVMEOF_SERIES_MAX));
   return skel;
 }
 
@@ -54,6 +61,8 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
     bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
     bpf_map__set_max_entries(trial->maps.nv_hists, 1);
     bpf_map__set_max_entries(trial->maps.nv_names, 1);
+    bpf_map__set_max_entries(trial->maps.nv_commands, 1);
+    bpf_map__set_max_entries(trial->maps.nv_ctrl, 1);
     return LoadAndAttach(trial->skeleton, {v.program}, error);
   });
   AttachPlan plan = PlanAttach(candidates, forced, prober);
@@ -107,22 +116,28 @@ class KernelNvmeofSource : public NvmeofSource {
 
   void Forget(const std::vector<std::uint64_t>& ids) override {
     if (ids.empty()) return;
-    int fd = bpf_map__fd(maps_->maps.nv_hists);
-    std::vector<nvmeof_series> doomed;
-    nvmeof_series key{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      key = next;
-      prev = &key;
-      if (std::find(ids.begin(), ids.end(), key.id) != ids.end()) doomed.push_back(key);
+    for (const bpf_map* map : {maps_->maps.nv_hists, maps_->maps.nv_commands}) {
+      const int fd = bpf_map__fd(map);
+      std::vector<nvmeof_series> doomed;
+      nvmeof_series key{}, next{};
+      const void* prev = nullptr;
+      while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        key = next;
+        prev = &key;
+        if (std::find(ids.begin(), ids.end(), key.id) != ids.end()) doomed.push_back(key);
+      }
+      for (const auto& k : doomed) bpf_map_delete_elem(fd, &k);
     }
-    for (const auto& k : doomed) bpf_map_delete_elem(fd, &k);
-    for (std::uint64_t id : ids) bpf_map_delete_elem(bpf_map__fd(maps_->maps.nv_names), &id);
+    for (std::uint64_t id : ids) {
+      bpf_map_delete_elem(bpf_map__fd(maps_->maps.nv_names), &id);
+      bpf_map_delete_elem(bpf_map__fd(maps_->maps.nv_ctrl), &id);
+    }
   }
 
   bool Read(NvmeofSnapshot* out) override {
     if (ncpus_ <= 0) return false;
     out->maps = map_sizes_;
+    std::uint64_t commands = 0;
     ForEachPerCpu<nvmeof_series, nvmeof_hist>(bpf_map__fd(maps_->maps.nv_hists), ncpus_,
                                               [&](const auto& key, const auto& percpu) {
                                                 NvmeofSeries s;
@@ -135,6 +150,16 @@ class KernelNvmeofSource : public NvmeofSource {
                                                 }
                                                 out->series.push_back(s);
                                               });
+    ForEachPerCpu<nvmeof_series, std::uint64_t>(
+        bpf_map__fd(maps_->maps.nv_commands), ncpus_, [&](const auto& key, const auto& percpu) {
+          NvmeofSeries s;
+          s.key = key;
+          for (auto c : percpu) s.hist.count += c;
+          out->series.push_back(s);
+          ++commands;
+        });
+    SetMapEntries(out->maps, "nv_hists", out->series.size() - commands);
+    SetMapEntries(out->maps, "nv_commands", commands);
     int nfd = bpf_map__fd(maps_->maps.nv_names);
     std::uint64_t addr = 0, next_addr = 0;
     const void* prev_addr = nullptr;

@@ -25,7 +25,20 @@ struct BpfOptions {
   bool enable_stats = false;  // turn on BPF_ENABLE_STATS for per-program run time
   NameFilter block_devices;   // disks to time (sda, vda, nvme0n1, loop0)
   bool size_classes = false;  // NVMe-oF stages: add a `size` label (5 I/O size classes)
+  // How much identity NVMe-oF stage series keep: namespace (per disk; target per subsystem and
+  // port), controller (host per controller, target per subsystem) or node (per role, transport,
+  // op). End-to-end latency and command counts keep full detail at every setting.
+  std::string stage_detail = "controller";
+  // Ceiling of each part's (block, nvmeof) latency histogram map in bytes: its entries are
+  // this over (key + value x possible CPUs). Entries are allocated on first use, so the memory
+  // a node uses follows its series (README "Histograms and cardinality").
+  std::uint64_t map_memory_max = 64ULL << 20;
 };
+
+// Entries of a per-CPU histogram map whose memory stays within bpf.map_memory_max:
+// max_bytes / (key + value x cpus), between `floor` and `ceiling`.
+std::uint32_t HistMapEntries(std::uint64_t max_bytes, std::size_t key_size, std::size_t value_size,
+                             int cpus, std::uint32_t floor, std::uint32_t ceiling);
 
 // auto | fentry | kprobe | tp_btf | raw_tp (bpf.mechanism, --bpf.mechanism).
 bool ValidBpfMechanism(const std::string& mechanism);

@@ -209,6 +209,91 @@ TEST_F(BpfNvmeofCollectorTest, VanishedDisksAndSubsystemsAreForgotten) {
   EXPECT_EQ(*forgotten, (std::vector<std::uint64_t>{kDisk + 1, kSubsys + 1}));
 }
 
+TEST_F(BpfNvmeofCollectorTest, ControllerDetailStagesCarryTheControllerNotTheNamespace) {
+  Write("class/nvme/nvme2/transport", "pcie\n");
+  auto fake = std::make_unique<FakeNvmeof>();
+  fake->snap.names = {{kDisk, "nvme0c1n1"}};
+  auto stage = Series(1, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 7, 2000);
+  stage.key.detail = NVMEOF_DETAIL_CONTROLLER;
+  auto pcie = Series(2, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE, 3, 9000);
+  pcie.key.detail = NVMEOF_DETAIL_CONTROLLER;
+  auto gone = Series(5, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 1, 2000);
+  gone.key.detail = NVMEOF_DETAIL_CONTROLLER;  // nvme5 has no sysfs entry: disconnected
+  fake->snap.series = {
+      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 56, 0),
+      Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 7, 9000),
+      stage, pcie, gone};
+  auto forgotten = fake->forgotten;
+  MetricSink sink = Collect(std::move(fake));
+  EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvme_namespace", "nvme0n1"}}), 56);
+  EXPECT_EQ(Select(sink, "nvmeof_command_latency_seconds", {{"nvme_namespace", "nvme0n1"}}).size(),
+            1u);
+  auto s = Select(sink, "nvmeof_stage_latency_seconds",
+                  {{"role", "host"}, {"transport", "rdma"}, {"controller", "nvme1"},
+                   {"stage", "driver_submit"}});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]->histogram.sample_count, 7u);
+  for (const auto* m : Select(sink, "nvmeof_stage_latency_seconds")) {
+    for (const auto& l : m->label) EXPECT_NE(l.name, "nvme_namespace");
+  }
+  // A controller's transport comes from its own sysfs entry: local PCIe stays apart.
+  EXPECT_EQ(Select(sink, "nvmeof_stage_latency_seconds",
+                   {{"transport", "pcie"}, {"controller", "nvme2"}, {"stage", "device"}})
+                .size(),
+            1u);
+  EXPECT_EQ(*forgotten, (std::vector<std::uint64_t>{5}));
+}
+
+TEST_F(BpfNvmeofCollectorTest, TargetStagesAtControllerDetailHaveNoPort) {
+  auto fake = std::make_unique<FakeNvmeof>();
+  fake->snap.names = {{kSubsys, "nqn.2024-01.io.example:sub1"}};
+  auto stage = Series(kSubsys, kTarget, NVMEOF_KIND_STAGE, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 5, 3000);
+  stage.key.detail = NVMEOF_DETAIL_CONTROLLER;
+  stage.key.port = 0;
+  fake->snap.series = {Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 42, 0), stage};
+  MetricSink sink = Collect(std::move(fake));
+  EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvmet_port", "2"}}), 42);
+  auto s = Select(sink, "nvmeof_stage_latency_seconds",
+                  {{"nqn", "nqn.2024-01.io.example:sub1"}, {"stage", "submit+storage"}});
+  ASSERT_EQ(s.size(), 1u);
+  for (const auto& l : s[0]->label) EXPECT_NE(l.name, "nvmet_port");
+}
+
+TEST_F(BpfNvmeofCollectorTest, NodeDetailSumsStagesOverControllersPerTransport) {
+  Write("class/nvme/nvme3/transport", "rdma\n");
+  options_.bpf.stage_detail = "node";
+  auto fake = std::make_unique<FakeNvmeof>();
+  fake->snap.names = {{kDisk, "nvme0c1n1"}};
+  auto a = Series(1, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 7, 2000);
+  auto b = Series(3, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 4, 2000);
+  a.key.detail = b.key.detail = NVMEOF_DETAIL_CONTROLLER;
+  fake->snap.series = {Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 56, 0), a, b};
+  MetricSink sink = Collect(std::move(fake));
+  auto s = Select(sink, "nvmeof_stage_latency_seconds", {{"stage", "driver_submit"}});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]->histogram.sample_count, 11u);
+  for (const auto& l : s[0]->label) EXPECT_NE(l.name, "controller");
+  // Counts keep the namespace at every detail.
+  EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvme_namespace", "nvme0n1"}}), 56);
+}
+
+TEST(NvmeofCtrlInstance, ParsesPathAndPlainDiskNames) {
+  EXPECT_EQ(nvmeof_ctrl_instance("nvme0c1n1"), 1);
+  EXPECT_EQ(nvmeof_ctrl_instance("nvme3c12n40"), 12);
+  EXPECT_EQ(nvmeof_ctrl_instance("nvme7n1"), 7);
+  EXPECT_EQ(nvmeof_ctrl_instance("nvme0c"), -1);
+  EXPECT_EQ(nvmeof_ctrl_instance("nvmec1n1"), -1);
+  EXPECT_EQ(nvmeof_ctrl_instance("sda"), -1);
+  EXPECT_EQ(nvmeof_ctrl_instance("nvme99999999999999n1"), -1);  // no overflow
+}
+
+TEST(HistMapEntries, FollowMemoryCeilingAndCpus) {
+  // The sizing: 1,760-byte histograms, 64 MiB ceiling.
+  EXPECT_EQ(HistMapEntries(64ULL << 20, 24, 1760, 64, 64, 4096), 595u);
+  EXPECT_EQ(HistMapEntries(64ULL << 20, 24, 1760, 2, 64, 4096), 4096u);
+  EXPECT_EQ(HistMapEntries(1ULL << 20, 24, 1760, 256, 64, 4096), 64u);
+}
+
 TEST_F(BpfNvmeofCollectorTest, HooksOfLoadedModulesAreReported) {
   auto fake = std::make_unique<FakeNvmeof>();
   for (const auto& h : NvmeofHooks()) {

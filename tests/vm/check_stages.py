@@ -124,7 +124,14 @@ class StagesChecks:
             self.check(count * every <= ios * 1.01 and (count + lost) * every >= ios * low,
                        '%s end-to-end count %d (+%d lost) x sample_every %d ~ fio\'s %d I/Os (%d%% below)'
                        % (where, count, lost, every, ios, round((1 - low) * 100)))
-            stages = self.hist_delta(before, after, 'nvmeof_stage_latency_seconds', labels, 'stage')
+            # bpf.stage_detail is controller (the default): stage spans carry the controller
+            # (host) or the NQN (target), not the namespace or the nvmet port.
+            stage_labels = {k: v for k, v in labels.items() if k not in ('nvme_namespace', 'nvmet_port')}
+            leaked = {k for n, l, v in after if n.startswith('nvmeof_stage_latency_seconds')
+                      for k in ('nvme_namespace', 'nvmet_port') if k in l}
+            self.check(not leaked, '%s stage series have controller detail (no nvme_namespace or '
+                       'nvmet_port label)' % where, str(sorted(leaked)))
+            stages = self.hist_delta(before, after, 'nvmeof_stage_latency_seconds', stage_labels, 'stage')
             want = expected_stages(mech, role, transport, kernel, op)
             missing = want - set(stages)
             self.check(not missing, '%s has stages %s' % (where, sorted(want)),
