@@ -1,0 +1,264 @@
+// The series budget of issue 12 on the node shapes of README "Histograms and cardinality": what
+// the bpf collector serves for an NVMe/RDMA host with 4 controllers x 8 namespaces and a target
+// with 16 subsystems x 2 ports, reads and writes, every stage, fed the series keys the kernel
+// programs make at each bpf.stage_detail. Counts series, not time: deterministic.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "collectors/bpf.h"
+#include "collectors/bpf/nvmeof.h"
+#include "collectors/registry.h"
+#include "tests/unit/scratch_tree.h"
+
+namespace nvmeof {
+namespace {
+
+class ShapeSource : public NvmeofSource {
+ public:
+  NvmeofSnapshot snap;
+  bool Read(NvmeofSnapshot* out) override {
+    *out = snap;
+    return true;
+  }
+  AttachPlan Plan() const override { return {}; }
+  void Forget(const std::vector<std::uint64_t>&) override {}
+};
+
+struct Series {
+  std::size_t histograms = 0;
+  std::size_t text = 0;    // classic: buckets + +Inf + _sum + _count per histogram; 1 per counter
+  std::size_t native = 0;  // 1 per histogram or counter
+};
+
+Series Count(const MetricSink& sink) {
+  Series n;
+  for (const auto& f : sink.families()) {
+    if (f.name.rfind("nvmeof_exporter_", 0) == 0) continue;  // self-metrics: a fixed few
+    for (const auto& m : f.metric) {
+      if (f.type == prometheus::MetricType::Histogram) {
+        ++n.histograms;
+        n.text += m.histogram.bucket.size() + 2;  // the bucket list ends with +Inf
+        n.native += 1;
+      } else {
+        n.text += 1;
+        n.native += 1;
+      }
+    }
+  }
+  return n;
+}
+
+// Bytes of nv_hists the kernel holds for a snapshot at `cpus` possible CPUs: one entry per
+// distinct histogram key (kind stage or total), key + value per CPU.
+std::uint64_t HistMapBytes(const NvmeofSnapshot& snap, int cpus) {
+  std::set<std::string> keys;
+  for (const auto& s : snap.series) {
+    if (s.key.kind == NVMEOF_KIND_COMMANDS) continue;
+    keys.emplace(reinterpret_cast<const char*>(&s.key), sizeof(s.key));
+  }
+  return keys.size() * (sizeof(nvmeof_series) + sizeof(nvmeof_hist) * std::uint64_t(cpus));
+}
+
+constexpr std::uint64_t kDiskBase = 0xffff888001000000;
+constexpr std::uint64_t kSubsysBase = 0xffff888002000000;
+
+class CardinalityTest : public ScratchTree {
+ protected:
+  void SetUp() override {
+    ScratchTree::SetUp();
+    options_.paths.sysfs = root_;
+    options_.paths.configfs = root_ + "/kernel/config";
+  }
+
+  void Add(ShapeSource& src, nvmeof_series key, std::uint64_t count) {
+    NvmeofSeries s;
+    s.key = key;
+    s.hist.count = count;
+    s.hist.sum_ns = count * 50000;
+    // A realistic spread: 31 populated fine buckets (the VM scrape's median).
+    for (int b = 0; b < 31; ++b) s.hist.buckets[60 + b] = count / 31 + (b < int(count % 31));
+    src.snap.series.push_back(s);
+  }
+
+  // The host: RDMA path disks nvme0c<ctrl>n<ns>, 6 host stages per (namespace, op).
+  void Host(ShapeSource& src, std::uint8_t detail) {
+    const std::uint8_t points[] = {NVMEOF_HP_ALLOC,    NVMEOF_HP_SETUP,    NVMEOF_HP_POSTED,
+                                   NVMEOF_HP_SENT,     NVMEOF_HP_RESPONSE, NVMEOF_HP_COMPLETE,
+                                   NVMEOF_HP_END};
+    for (int c = 0; c < 4; ++c) {
+      Write("class/nvme/nvme" + std::to_string(c) + "/transport", "rdma\n");
+      for (int n = 1; n <= 8; ++n) {
+        const std::string disk = "nvme0c" + std::to_string(c) + "n" + std::to_string(n);
+        std::filesystem::create_directories(root_ + "/block/" + disk);
+        std::filesystem::create_symlink("../../class/nvme/nvme" + std::to_string(c),
+                                        root_ + "/block/" + disk + "/device");
+        const std::uint64_t id = kDiskBase + std::uint64_t(c) * 64 + std::uint64_t(n);
+        src.snap.names.emplace_back(id, disk);
+        for (std::uint8_t op : {NVMEOF_OP_READ, NVMEOF_OP_WRITE}) {
+          nvmeof_series k{};
+          k.id = id;
+          k.role = NVMEOF_ROLE_HOST;
+          k.op = op;
+          k.kind = NVMEOF_KIND_COMMANDS;
+          Add(src, k, 8000);
+          k.kind = NVMEOF_KIND_TOTAL;
+          k.from = NVMEOF_HP_ALLOC;
+          k.to = NVMEOF_HP_END;
+          Add(src, k, 1000);
+          k.kind = NVMEOF_KIND_STAGE;
+          if (detail == NVMEOF_DETAIL_CONTROLLER) {
+            k.id = static_cast<std::uint64_t>(c);
+            k.detail = NVMEOF_DETAIL_CONTROLLER;
+          }
+          for (int p = 0; p + 1 < 7; ++p) {
+            k.from = points[p];
+            k.to = points[p + 1];
+            Add(src, k, 1000);  // at controller detail: the kernel's one key, 8 times over
+          }
+        }
+      }
+    }
+  }
+
+  // The target: 16 subsystems x 2 ports over RDMA; reads: receive, submit, storage, response;
+  // writes add data_transfer.
+  void Target(ShapeSource& src, std::uint8_t detail) {
+    for (int s = 0; s < 16; ++s) {
+      const std::string nqn = "nqn.2024-01.io.example:sub" + std::to_string(s);
+      Write("kernel/config/nvmet/subsystems/" + nqn + "/attr_serial", "1\n");
+      const std::uint64_t id = kSubsysBase + std::uint64_t(s);
+      src.snap.names.emplace_back(id, nqn);
+      for (std::uint16_t port : {1, 2}) {
+        for (std::uint8_t op : {NVMEOF_OP_READ, NVMEOF_OP_WRITE}) {
+          nvmeof_series k{};
+          k.id = id;
+          k.role = NVMEOF_ROLE_TARGET;
+          k.trtype = NVMEOF_TRTYPE_RDMA;
+          k.port = port;
+          k.op = op;
+          k.kind = NVMEOF_KIND_COMMANDS;
+          Add(src, k, 8000);
+          k.kind = NVMEOF_KIND_TOTAL;
+          k.from = NVMEOF_TP_RECV;
+          k.to = NVMEOF_TP_SENT;
+          Add(src, k, 1000);
+          k.kind = NVMEOF_KIND_STAGE;
+          if (detail == NVMEOF_DETAIL_CONTROLLER) {
+            k.port = 0;
+            k.detail = NVMEOF_DETAIL_CONTROLLER;
+          }
+          std::vector<std::uint8_t> pts = {NVMEOF_TP_RECV, NVMEOF_TP_INIT};
+          if (op == NVMEOF_OP_WRITE) pts.push_back(NVMEOF_TP_DATA);
+          pts.insert(pts.end(), {NVMEOF_TP_EXEC, NVMEOF_TP_DONE, NVMEOF_TP_SENT});
+          for (std::size_t p = 0; p + 1 < pts.size(); ++p) {
+            k.from = pts[p];
+            k.to = pts[p + 1];
+            Add(src, k, 1000);
+          }
+        }
+      }
+    }
+  }
+
+  Series Collect(std::unique_ptr<ShapeSource> src) {
+    NvmeofLoad nv;
+    nv.availability = {true, "ok", ""};
+    nv.source = std::move(src);
+    BlockLoad block;
+    block.availability = {true, "ok", ""};
+    auto c = NewBpfCollectorFrom(options_, std::move(block), std::move(nv));
+    MetricSink sink;
+    EXPECT_TRUE(c->Collect(sink));
+    return Count(sink);
+  }
+
+  CollectorOptions options_;
+};
+
+// Issue 12's budget: at most 1,000 series to a native-histogram scraper and 10,000 to a text
+// scraper per node, at the default configuration.
+constexpr std::size_t kNativeBudget = 1000;
+constexpr std::size_t kTextBudget = 10000;
+
+// Issue 12's memory budget: BPF map memory for the host at most 16 MiB at 64 CPUs.
+constexpr std::uint64_t kMemoryBudget = 16ULL << 20;
+
+TEST_F(CardinalityTest, HostWithinBudgetAtDefaultDetail) {
+  ASSERT_EQ(options_.bpf.stage_detail, "controller");  // the default
+  auto src = std::make_unique<ShapeSource>();
+  Host(*src, NVMEOF_DETAIL_CONTROLLER);
+  const std::uint64_t bytes = HistMapBytes(src->snap, 64);
+  EXPECT_EQ(bytes, 112u * (24 + 1760 * 64));
+  EXPECT_LE(bytes, kMemoryBudget);
+  std::printf("host, controller detail: nv_hists %.1f MiB at 64 CPUs\n", double(bytes) / (1 << 20));
+  Series n = Collect(std::move(src));
+  RecordProperty("histograms", std::to_string(n.histograms));
+  RecordProperty("text", std::to_string(n.text));
+  EXPECT_EQ(n.histograms, 4u * 2 * 6 + 32 * 2);  // stages per controller, end to end per namespace
+  EXPECT_EQ(n.native, n.histograms + 64);         // + nvmeof_commands_total per namespace and op
+  EXPECT_LE(n.native, kNativeBudget);
+  EXPECT_LE(n.text, kTextBudget);
+  std::printf("host, controller detail: %zu histograms, %zu native series, %zu text series\n",
+              n.histograms, n.native, n.text);
+}
+
+// Stage detail per namespace still fits the series budget, but not the memory budget: why
+// controller detail is the default.
+TEST_F(CardinalityTest, NamespaceDetailFitsTheSeriesButNotTheMemoryBudget) {
+  options_.bpf.stage_detail = "namespace";
+  auto src = std::make_unique<ShapeSource>();
+  Host(*src, NVMEOF_DETAIL_NAMESPACE);
+  const std::uint64_t bytes = HistMapBytes(src->snap, 64);
+  EXPECT_GT(bytes, kMemoryBudget);
+  std::printf("host, namespace detail: nv_hists %.1f MiB at 64 CPUs\n", double(bytes) / (1 << 20));
+  Series n = Collect(std::move(src));
+  EXPECT_EQ(n.histograms, 32u * 2 * 7);
+  EXPECT_LE(n.native, kNativeBudget);
+  EXPECT_LE(n.text, kTextBudget);
+  std::printf("host, namespace detail: %zu histograms, %zu native series, %zu text series\n",
+              n.histograms, n.native, n.text);
+}
+
+TEST_F(CardinalityTest, TargetAndHostAndTargetWithinBudgetAtDefaultDetail) {
+  auto target = std::make_unique<ShapeSource>();
+  Target(*target, NVMEOF_DETAIL_CONTROLLER);
+  Series t = Collect(std::move(target));
+  EXPECT_EQ(t.histograms, 16u * (4 + 5) + 16 * 2 * 2);
+  EXPECT_LE(t.native, kNativeBudget);
+  EXPECT_LE(t.text, kTextBudget);
+  std::printf("target, controller detail: %zu histograms, %zu native series, %zu text series\n",
+              t.histograms, t.native, t.text);
+
+  auto both = std::make_unique<ShapeSource>();
+  Host(*both, NVMEOF_DETAIL_CONTROLLER);
+  Target(*both, NVMEOF_DETAIL_CONTROLLER);
+  // Never map_full: the default ceiling at 64 CPUs holds both roles' histograms.
+  std::set<std::string> keys;
+  for (const auto& s : both->snap.series) {
+    if (s.key.kind != NVMEOF_KIND_COMMANDS) keys.emplace(reinterpret_cast<const char*>(&s.key), sizeof(s.key));
+  }
+  EXPECT_EQ(keys.size(), 320u);
+  EXPECT_LT(keys.size(), HistMapEntries(options_.bpf.map_memory_max, sizeof(nvmeof_series),
+                                        sizeof(nvmeof_hist), 64, 64, NVMEOF_SERIES_MAX));
+  Series b = Collect(std::move(both));
+  EXPECT_LE(b.native, kNativeBudget);
+  EXPECT_LE(b.text, kTextBudget);
+  std::printf("host and target, controller detail: %zu histograms, %zu native, %zu text\n",
+              b.histograms, b.native, b.text);
+}
+
+TEST_F(CardinalityTest, NodeDetailKeepsOneStageSeriesPerTransport) {
+  options_.bpf.stage_detail = "node";
+  auto src = std::make_unique<ShapeSource>();
+  Host(*src, NVMEOF_DETAIL_CONTROLLER);  // node detail is controller detail in the kernel
+  Series n = Collect(std::move(src));
+  EXPECT_EQ(n.histograms, 2u * 6 + 32 * 2);
+}
+
+}  // namespace
+}  // namespace nvmeof
