@@ -60,8 +60,9 @@ struct {
   __type(value, __u64);
 } nv_commands SEC(".maps");
 
-/* Host disk (gendisk address) -> its controller's instance (nvme<N>), for stage spans at
- * controller detail. Parsed from the disk's name when its first command completes. */
+/* Host disk (gendisk address) -> its controller's instance (nvme<N>) + 1, for stage spans at
+ * controller detail (0: not an nvme disk name). Parsed from the name at its first sampled
+ * command. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1024);
@@ -159,24 +160,21 @@ static __always_inline struct nvmeof_hist* series_hist(struct nvmeof_series* k) 
  * static): the verifier checks a global function once, not again on each path through finish()'s
  * loop (seconds per program under TCG). */
 #define SPAN(kind, from, to, add) ((kind) | (from) << 8 | (to) << 16 | (add) << 24)
-__noinline int span(struct nvmeof_series* base, __u32 what, __u64 ns) {
+__noinline int span(struct nvmeof_inflight* e, __u32 what, __u64 ns) {
   struct nvmeof_series k;
   struct nvmeof_hist* h;
   __u32 i = nvmeof_hist_index(ns);
-  if (!base) return 1;
-  k = *base;
+  if (!e) return 1;
+  k = e->series;
   k.kind = what & 0xff;
   k.from = (what >> 8) & 0xff;
   k.to = (what >> 16) & 0xff;
   if (k.kind == NVMEOF_KIND_STAGE && stage_detail == NVMEOF_DETAIL_CONTROLLER) {
-    if (k.role == NVMEOF_ROLE_HOST) {
-      __u32* ctrl = bpf_map_lookup_elem(&nv_ctrl, &k.id);
-      if (ctrl) { /* else: stays per disk, still a correct (finer) series */
-        k.id = *ctrl;
-        k.detail = NVMEOF_DETAIL_CONTROLLER;
-      }
-    } else {
+    if (k.role != NVMEOF_ROLE_HOST) {
       k.port = 0;
+      k.detail = NVMEOF_DETAIL_CONTROLLER;
+    } else if (e->stage_id) {
+      k.id = e->stage_id - 1;
       k.detail = NVMEOF_DETAIL_CONTROLLER;
     }
   }
@@ -199,7 +197,7 @@ static __always_inline int spans(struct nvmeof_inflight* e, int points, int add)
     __u64 t = e->ts[i];
     if (i >= points || !t || t < last_ts) continue;
     if (last >= 0) {
-      failed += span(&e->series, SPAN(NVMEOF_KIND_STAGE, last, i, add), t - last_ts);
+      failed += span(e, SPAN(NVMEOF_KIND_STAGE, last, i, add), t - last_ts);
     } else {
       first = i;
       first_ts = t;
@@ -208,7 +206,7 @@ static __always_inline int spans(struct nvmeof_inflight* e, int points, int add)
     last_ts = t;
   }
   if (first >= 0 && last > first) {
-    failed += span(&e->series, SPAN(NVMEOF_KIND_TOTAL, first, last, add), last_ts - first_ts);
+    failed += span(e, SPAN(NVMEOF_KIND_TOTAL, first, last, add), last_ts - first_ts);
   }
   return failed;
 }
@@ -226,7 +224,6 @@ static __always_inline void count_command(struct nvmeof_series* base, __u64 name
   char* dst;
   struct nvmeof_hist* z;
   __u32 zero = 0;
-  int ctrl;
   k.kind = NVMEOF_KIND_COMMANDS;
   c = bpf_map_lookup_elem(&nv_commands, &k);
   if (c) {
@@ -248,12 +245,6 @@ static __always_inline void count_command(struct nvmeof_series* base, __u64 name
   dst = bpf_map_lookup_elem(&nv_names, &k.id);
   if (!dst) return;
   bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE, (void*)name);
-  if (k.role != NVMEOF_ROLE_HOST || stage_detail != NVMEOF_DETAIL_CONTROLLER) return;
-  ctrl = nvmeof_ctrl_instance(dst);
-  if (ctrl >= 0) {
-    __u32 v = ctrl;
-    bpf_map_update_elem(&nv_ctrl, &k.id, &v, BPF_ANY);
-  }
 }
 
 /* Stamps `point` of a sampled command, once (a partial send retries: the first one counts). */
@@ -289,6 +280,24 @@ static __always_inline void host_series(struct request* rq, bool direct, __u64 d
   s->size = size_class(NVMEOF_READ(direct, rq, __data_len));
 }
 
+/* At controller detail, the stage id of a host disk: its controller instance + 1, parsed from
+ * its name once and kept in nv_ctrl (0: not an nvme disk name, stages stay per disk). */
+static __always_inline __u64 host_stage_id(__u64 disk) {
+  char name[32] = {};
+  __u32* known;
+  __u32 v;
+  int ctrl;
+  if (stage_detail != NVMEOF_DETAIL_CONTROLLER) return 0;
+  known = bpf_map_lookup_elem(&nv_ctrl, &disk);
+  if (known) return *known;
+  bpf_probe_read_kernel_str(name, sizeof(name),
+                            (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
+  ctrl = nvmeof_ctrl_instance(name);
+  v = ctrl >= 0 ? (__u32)ctrl + 1 : 0;
+  bpf_map_update_elem(&nv_ctrl, &disk, &v, BPF_ANY);
+  return v;
+}
+
 static __always_inline void on_setup(struct request* rq, bool direct) {
   struct nvmeof_inflight e = {};
   __u64 disk = rq_disk(rq), id, start, now;
@@ -300,6 +309,7 @@ static __always_inline void on_setup(struct request* rq, bool direct) {
   if (start && start <= now) e.ts[NVMEOF_HP_ALLOC] = start;
   e.ts[NVMEOF_HP_SETUP] = now;
   host_series(rq, direct, disk, &e.series);
+  e.stage_id = host_stage_id(disk);
   /* BPF_ANY: a requeued request is set up again and timed from there. */
   if (bpf_map_update_elem(&nv_inflight, &id, &e, BPF_ANY)) count_event(NVMEOF_NCTR_INFLIGHT_FULL);
 }

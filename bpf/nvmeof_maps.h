@@ -88,6 +88,9 @@ struct nvmeof_hist {
 struct nvmeof_inflight {
   unsigned long long ts[NVMEOF_POINTS];
   struct nvmeof_series series;
+  /* host, at controller detail: the controller instance + 1 that keys its stage spans;
+   * 0: they stay keyed by series.id (namespace detail, or a disk name that is not nvme's) */
+  unsigned long long stage_id;
 };
 
 /* Per-CPU event counters (index into the `nv_counters` array map). */
