@@ -375,7 +375,7 @@ int main(int argc, char** argv) {
     std::printf("%-30s %10s %9.2f %9.2f\n", "(collect only, no HTTP)", "", stats.p50_ms,
                 stats.p99_ms);
   }
-  for (const auto& [name, headers] :
+  for (const auto& format :
        std::vector<std::pair<const char*, std::string>>{
            {"text", ""},
            {"text + gzip", kAcceptGzip},
@@ -384,14 +384,14 @@ int main(int argc, char** argv) {
     long bytes = 0;
     const auto stats = Time(
         [&] {
-          bytes = Get(url, headers);
+          bytes = Get(url, format.second);
           if (bytes < 0) {
             std::fprintf(stderr, "scrape failed\n");
             std::exit(1);
           }
         },
         rounds);
-    std::printf("%-30s %10ld %9.2f %9.2f\n", name, bytes, stats.p50_ms, stats.p99_ms);
+    std::printf("%-30s %10ld %9.2f %9.2f\n", format.first, bytes, stats.p50_ms, stats.p99_ms);
   }
   server.Stop();
   std::printf("\nRSS of this process (model, writers, server): now %.1f MiB, peak %.1f MiB\n",
