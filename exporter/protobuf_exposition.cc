@@ -104,8 +104,8 @@ class Encoder {
   }
 
   std::string* out_;
-  size_t len_;          // bytes written
-  size_t cap_ = 0;      // bytes out_ holds (forces the first Need to size it)
+  size_t len_;      // bytes written
+  size_t cap_ = 0;  // bytes out_ holds (forces the first Need to size it)
   char* buf_ = nullptr;
 };
 

@@ -1,6 +1,5 @@
 #include "exporter/scraper.h"
 
-
 #include <sys/resource.h>
 #include <unistd.h>
 

@@ -111,7 +111,9 @@ Stats Time(const std::function<void()>& f, int rounds) {
     ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count());
   }
   std::sort(ns.begin(), ns.end());
-  auto at = [&](double q) { return ns[std::min(ns.size() - 1, static_cast<size_t>(q * ns.size()))]; };
+  auto at = [&](double q) {
+    return ns[std::min(ns.size() - 1, static_cast<size_t>(q * ns.size()))];
+  };
   return {at(0.50) / 1e6, at(0.99) / 1e6, at(0.50)};
 }
 
@@ -199,9 +201,9 @@ int HttpCompare(int argc, char** argv) {
     const double mean = total / rounds;
     const double p50 = ms[t][ms[t].size() / 2];
     if (t == 0) first_mean = mean, first_p50 = p50;
-    std::printf("%-28s %9ld %9.2f %9.2f %11.0f %12.2f %12.2f\n", targets[t].first.c_str(),
-                bytes[t], p50, ms[t][std::min(ms[t].size() - 1, ms[t].size() * 99 / 100)],
-                1000 / mean, mean / first_mean, p50 / first_p50);
+    std::printf("%-28s %9ld %9.2f %9.2f %11.0f %12.2f %12.2f\n", targets[t].first.c_str(), bytes[t],
+                p50, ms[t][std::min(ms[t].size() - 1, ms[t].size() * 99 / 100)], 1000 / mean,
+                mean / first_mean, p50 / first_p50);
   }
   return 0;
 }
@@ -210,7 +212,8 @@ int HttpCompare(int argc, char** argv) {
 // buckets, as the BPF collector builds them from its map snapshot.
 class SyntheticHost : public nvmeof::Collector {
  public:
-  SyntheticHost(std::vector<Fine> fines, int counters) : fines_(std::move(fines)), counters_(counters) {}
+  SyntheticHost(std::vector<Fine> fines, int counters)
+      : fines_(std::move(fines)), counters_(counters) {}
   std::string_view Name() const override { return "synthetic"; }
   bool Collect(nvmeof::MetricSink& out) override {
     Build(fines_, counters_, "native", &out);
@@ -229,17 +232,18 @@ int main(int argc, char** argv) {
   const int histograms = argc > 1 ? std::atoi(argv[1]) : 450;
   const int counters = argc > 2 ? std::atoi(argv[2]) : 1000;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 200;
-  std::printf("synthetic host: %d histograms (16 classic buckets in text), %d counters; %d rounds "
-              "per path; %u CPUs, load average %s\n",
-              histograms, counters, rounds, std::thread::hardware_concurrency(), [] {
-                static char buf[64] = "?";
-                if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-                  if (!std::fgets(buf, sizeof(buf), f)) buf[0] = 0;
-                  std::fclose(f);
-                  buf[std::strcspn(buf, " ")] = 0;
-                }
-                return buf;
-              }());
+  std::printf(
+      "synthetic host: %d histograms (16 classic buckets in text), %d counters; %d rounds "
+      "per path; %u CPUs, load average %s\n",
+      histograms, counters, rounds, std::thread::hardware_concurrency(), [] {
+        static char buf[64] = "?";
+        if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+          if (!std::fgets(buf, sizeof(buf), f)) buf[0] = 0;
+          std::fclose(f);
+          buf[std::strcspn(buf, " ")] = 0;
+        }
+        return buf;
+      }());
   const auto fines = Draw(histograms);
 
   // 1. Serializers.
@@ -315,8 +319,8 @@ int main(int argc, char** argv) {
   }
 
   // Histograms alone: ns per histogram (text: per 19-line classic histogram).
-  std::printf("\n%-30s %12s %12s %10s   (p50)\n", "histograms alone", "old ns/hist",
-              "ours ns/hist", "ours/old");
+  std::printf("\n%-30s %12s %12s %10s   (p50)\n", "histograms alone", "old ns/hist", "ours ns/hist",
+              "ours/old");
   {
     nvmeof::MetricSink sink;
     Build(fines, 0, "native", &sink);
@@ -324,28 +328,37 @@ int main(int argc, char** argv) {
     const nvmeof::NativeLookup native = [&sink](size_t f, size_t m) { return sink.NativeOf(f, m); };
     std::string out;
     const double h = histograms;
-    const double pb_old = Time([&] { out = nvmeof::test::SerializeProtobufMessages(families, native); },
-                               rounds).p50_ns / h;
+    const double pb_old =
+        Time([&] { out = nvmeof::test::SerializeProtobufMessages(families, native); }, rounds)
+            .p50_ns /
+        h;
     const double pb_ours = Time(
-        [&] {
-          out.clear();
-          nvmeof::AppendProtobuf(families, native, &out);
-        },
-        rounds).p50_ns / h;
+                               [&] {
+                                 out.clear();
+                                 nvmeof::AppendProtobuf(families, native, &out);
+                               },
+                               rounds)
+                               .p50_ns /
+                           h;
     const double text_old = Time(
-        [&] {
-          std::ostringstream text;
-          prometheus::TextSerializer().Serialize(text, families);
-          out = text.str();
-        },
-        rounds).p50_ns / h;
+                                [&] {
+                                  std::ostringstream text;
+                                  prometheus::TextSerializer().Serialize(text, families);
+                                  out = text.str();
+                                },
+                                rounds)
+                                .p50_ns /
+                            h;
     const double text_ours = Time(
-        [&] {
-          out.clear();
-          nvmeof::AppendText(families, &out);
-        },
-        rounds).p50_ns / h;
-    std::printf("%-30s %12.0f %12.0f %10.3f\n", "protobuf native", pb_old, pb_ours, pb_ours / pb_old);
+                                 [&] {
+                                   out.clear();
+                                   nvmeof::AppendText(families, &out);
+                                 },
+                                 rounds)
+                                 .p50_ns /
+                             h;
+    std::printf("%-30s %12.0f %12.0f %10.3f\n", "protobuf native", pb_old, pb_ours,
+                pb_ours / pb_old);
     std::printf("%-30s %12.0f %12.0f %10.3f\n", "text (19 samples each)", text_old, text_ours,
                 text_ours / text_old);
   }
@@ -368,15 +381,14 @@ int main(int argc, char** argv) {
   }
   server.SetReady(true);
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
-  std::printf("\n%-30s %10s %9s %9s   (HTTP, collect + serialize + send, %d rounds)\n",
-              "served", "bytes", "p50 ms", "p99 ms", rounds);
+  std::printf("\n%-30s %10s %9s %9s   (HTTP, collect + serialize + send, %d rounds)\n", "served",
+              "bytes", "p50 ms", "p99 ms", rounds);
   {  // the share of collecting: building the series and the scraper's copy of them
     const auto stats = Time([&] { (void)host.CollectAll(std::chrono::seconds(10)); }, rounds);
     std::printf("%-30s %10s %9.2f %9.2f\n", "(collect only, no HTTP)", "", stats.p50_ms,
                 stats.p99_ms);
   }
-  for (const auto& format :
-       std::vector<std::pair<const char*, std::string>>{
+  for (const auto& format : std::vector<std::pair<const char*, std::string>>{
            {"text", ""},
            {"text + gzip", kAcceptGzip},
            {"protobuf native", kAcceptProtobuf},

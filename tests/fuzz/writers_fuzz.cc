@@ -85,7 +85,8 @@ std::shared_ptr<nvmeof::NativeHistogram> Native(FuzzedDataProvider* in) {
           {in->ConsumeIntegral<std::int32_t>(), in->ConsumeIntegral<std::uint32_t>()});
     }
     const size_t deltas = in->ConsumeIntegralInRange<size_t>(0, 20);
-    for (size_t i = 0; i < deltas; ++i) h->positive_delta.push_back(in->ConsumeIntegral<std::int64_t>());
+    for (size_t i = 0; i < deltas; ++i)
+      h->positive_delta.push_back(in->ConsumeIntegral<std::int64_t>());
   }
   h->schema = in->ConsumeIntegralInRange(-4, 8);
   h->zero_threshold = Value(in);

@@ -215,7 +215,8 @@ const char* TypeName(MetricType t) {
 // Checks one parsed sample against the model's line; "" when equal.
 class TextChecker {
  public:
-  TextChecker(const TextFamily& got, const prometheus::MetricFamily& want) : got_(got), want_(want) {}
+  TextChecker(const TextFamily& got, const prometheus::MetricFamily& want)
+      : got_(got), want_(want) {}
 
   std::string Line(const prometheus::ClientMetric& m, const std::string& suffix,
                    const char* extra_name, std::optional<double> extra, std::optional<double> d,

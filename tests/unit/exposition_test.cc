@@ -21,11 +21,11 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-ClientMetric Series(std::vector<ClientMetric::Label> labels, MetricType type, double v) {
+// A series whose value is v whatever the family type.
+ClientMetric Series(std::vector<ClientMetric::Label> labels, double v) {
   ClientMetric m;
   m.label = std::move(labels);
   m.counter.value = m.gauge.value = m.untyped.value = v;
-  (void)type;
   return m;
 }
 
@@ -49,13 +49,13 @@ ClientMetric Hist(std::vector<ClientMetric::Label> labels, std::vector<double> b
 std::vector<MetricFamily> PlainModel() {
   std::vector<MetricFamily> f(6);
   f[0] = {"nvmeof_a_total", "A counter.", MetricType::Counter, {}};
-  f[0].metric.push_back(Series({{"rdma_device", "mlx5_0"}, {"q", "say \"hi\" \\ there\nnext"}},
-                               MetricType::Counter, 4390187342117));
-  f[0].metric.push_back(Series({}, MetricType::Counter, 0));
+  f[0].metric.push_back(
+      Series({{"rdma_device", "mlx5_0"}, {"q", "say \"hi\" \\ there\nnext"}}, 4390187342117));
+  f[0].metric.push_back(Series({}, 0));
   f[1] = {"nvmeof_b", "", MetricType::Gauge, {}};
-  f[1].metric.push_back(Series({{"x", "\xc3\xa9t\xc3\xa9"}}, MetricType::Gauge, 9.2156));
-  f[1].metric.push_back(Series({{"x", ""}}, MetricType::Gauge, -1.5));
-  f[1].metric.push_back(Series({{"x", "inf"}}, MetricType::Gauge, INFINITY));
+  f[1].metric.push_back(Series({{"x", "\xc3\xa9t\xc3\xa9"}}, 9.2156));
+  f[1].metric.push_back(Series({{"x", ""}}, -1.5));
+  f[1].metric.push_back(Series({{"x", "inf"}}, INFINITY));
   f[1].metric.back().timestamp_ms = 1700000000123;
   f[2] = {"nvmeof_c_seconds", "Latency.", MetricType::Histogram, {}};
   f[2].metric.push_back(Hist({{"op", "read"}}, {0.0001, 0.00025, 0.5, 2}, 1000, 12.5, false));
@@ -69,7 +69,7 @@ std::vector<MetricFamily> PlainModel() {
   s.summary.quantile = {{0.5, 0.125}, {0.99, 1}};
   f[3].metric.push_back(s);
   f[4] = {"nvmeof_e", "Untyped.", MetricType::Untyped, {}};
-  f[4].metric.push_back(Series({{"a", "1"}, {"b", "2"}}, MetricType::Untyped, 1e-07));
+  f[4].metric.push_back(Series({{"a", "1"}, {"b", "2"}}, 1e-07));
   f[5] = {"nvmeof_empty", "No series.", MetricType::Gauge, {}};
   return f;
 }
@@ -91,8 +91,7 @@ std::vector<MetricFamily> HostileModel() {
                            1e-5,
                            1.0905077326652577e-06};
   for (double v : values) {
-    f[1].metric.push_back(Series({{"v", "\"\\\n\\n\"}{,="}, {"u", "\xf0\x9f\x92\xa9 \t\r"}},
-                                 MetricType::Gauge, v));
+    f[1].metric.push_back(Series({{"v", "\"\\\n\\n\"}{,="}, {"u", "\xf0\x9f\x92\xa9 \t\r"}}, v));
   }
   f[1].metric.back().timestamp_ms = -5;
   f[2].metric.push_back(Hist({{"op", "x"}}, {1.0905077326652577e-06, 0.1 + 0.2, 1e300},
@@ -154,19 +153,19 @@ TEST(TextExpositionTest, RoundTripThroughStrictParser) {
 // the comparison notices a changed value.
 TEST(TextExpositionTest, StrictParserRejectsMalformedText) {
   const char* bad[] = {
-      "# TYPE m gauge\nm 1",                       // no final newline
-      "m 1\n",                                     // sample before TYPE
-      "# TYPE m gauge\nm{a=\"x\"y\"} 1\n",         // unescaped quote
-      "# TYPE m gauge\nm{a=\"\\t\"} 1\n",          // escape that does not exist
-      "# TYPE m gauge\nm{a=\"1\",a=\"2\"} 1\n",    // label twice
-      "# TYPE m gauge\nm 1.\n",                    // not a float
-      "# TYPE m gauge\nm Nan\n",                   // not our spelling
-      "# TYPE m gauge\nn 1\n",                     // another family's sample
-      "# TYPE m histogram\nm 1\n",                 // histograms have suffixes
-      "# TYPE m gauge\nm{1a=\"x\"} 1\n",           // bad label name
-      "# HELP m a\\tb\n# TYPE m gauge\n",          // bad escape in HELP
-      "# TYPE m gauge\nm 1 12x\n",                 // bad timestamp
-      "# TYPE m gauge\n\n",                        // blank line
+      "# TYPE m gauge\nm 1",                     // no final newline
+      "m 1\n",                                   // sample before TYPE
+      "# TYPE m gauge\nm{a=\"x\"y\"} 1\n",       // unescaped quote
+      "# TYPE m gauge\nm{a=\"\\t\"} 1\n",        // escape that does not exist
+      "# TYPE m gauge\nm{a=\"1\",a=\"2\"} 1\n",  // label twice
+      "# TYPE m gauge\nm 1.\n",                  // not a float
+      "# TYPE m gauge\nm Nan\n",                 // not our spelling
+      "# TYPE m gauge\nn 1\n",                   // another family's sample
+      "# TYPE m histogram\nm 1\n",               // histograms have suffixes
+      "# TYPE m gauge\nm{1a=\"x\"} 1\n",         // bad label name
+      "# HELP m a\\tb\n# TYPE m gauge\n",        // bad escape in HELP
+      "# TYPE m gauge\nm 1 12x\n",               // bad timestamp
+      "# TYPE m gauge\n\n",                      // blank line
   };
   for (const char* text : bad) {
     std::string error;
@@ -199,8 +198,8 @@ std::shared_ptr<NativeHistogram> Native(std::int32_t first, std::vector<std::uin
 TEST(ProtobufExpositionTest, SameBytesAsLibprotobufAndRoundTrip) {
   auto model = HostileModel();
   // Over 127 and over 16383 bytes: the length placeholders have to widen.
-  model[0].metric.push_back(Series({{"long", std::string(200, 'x')}}, MetricType::Counter, 1));
-  model[0].metric.push_back(Series({{"long", std::string(20000, 'y')}}, MetricType::Counter, 2));
+  model[0].metric.push_back(Series({{"long", std::string(200, 'x')}}, 1));
+  model[0].metric.push_back(Series({{"long", std::string(20000, 'y')}}, 2));
   std::vector<std::uint64_t> gapped(40, 0);
   gapped[0] = 5;
   gapped[3] = 1;
