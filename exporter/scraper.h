@@ -1,4 +1,5 @@
-// Runs the enabled collectors for one scrape and renders the Prometheus text format,
+// Runs the enabled collectors for one scrape and renders the Prometheus text format
+// (exporter/text_exposition.h) or protobuf (exporter/protobuf_exposition.h),
 // adding the exporter's own series (build info, per-collector
 // success/duration/skips/timeouts/sanitized).
 //
@@ -13,6 +14,7 @@
 // starting a second one.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -49,6 +51,9 @@ class Scraper {
 
  private:
   std::vector<std::shared_ptr<Slot>> slots_;
+  // The size of the last scrape per format, to reserve the next one's string at once.
+  std::atomic<size_t> text_size_hint_{0};
+  std::atomic<size_t> protobuf_size_hint_{0};
 };
 
 }  // namespace nvmeof

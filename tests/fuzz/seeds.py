@@ -136,3 +136,14 @@ for i, req in enumerate([
         b'Accept-Encoding: br, GZIP\r\n\r\n']):
     put('http_fuzz', 'req-%d' % i, b'\0' + req)
     put('http_fuzz', 'auth-req-%d' % i, b'\1' + req)
+
+# writers_fuzz: any bytes make a model (FuzzedDataProvider: strings from the front, numbers
+# from the back), so seeds are the bytes the writers must escape and fixture text, with a tail
+# of numbers that asks for several families and series.
+tail = bytes(range(255, 0, -7))
+for i, text in enumerate([
+        b'say "hi" \\ there\nnext\\n\\"}{,=',
+        '\u00e9t\u00e9 \U0001f4a9 \t\r \u2028'.encode() + b'\xff\xfe\xc3',
+        read('tests/e2e/golden.prom')[:2048],
+        b'\x00' * 64, b'\xff' * 256]):
+    put('writers_fuzz', 'seed-%d' % i, text + tail)

@@ -1,0 +1,231 @@
+#include "exporter/text_exposition.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace nvmeof {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Label values escape backslash, double quote and newline; HELP escapes backslash and newline.
+template <bool kQuote>
+void AppendEscaped(std::string_view s, std::string* out) {
+  size_t done = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c != '\\' && c != '\n' && (!kQuote || c != '"')) continue;
+    out->append(s.data() + done, i - done);
+    out->push_back('\\');
+    out->push_back(c == '\n' ? 'n' : c);
+    done = i + 1;
+  }
+  out->append(s.data() + done, s.size() - done);
+}
+
+void AppendUnsigned(std::uint64_t v, std::string* out) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
+}
+
+// One series' lines share their start: the name, then its labels. Labels are escaped once per
+// series into `labels` (`a="x",b="y"`, no braces) and copied into each line.
+class SeriesWriter {
+ public:
+  explicit SeriesWriter(std::string* out) : out_(out) {}
+
+  void Start(const MetricFamily& family, const ClientMetric& metric) {
+    family_ = &family;
+    metric_ = &metric;
+    labels_.clear();
+    for (const auto& l : metric.label) {
+      if (!labels_.empty()) labels_.push_back(',');
+      labels_ += l.name;
+      labels_ += "=\"";
+      AppendEscaped<true>(l.value, &labels_);
+      labels_.push_back('"');
+    }
+  }
+
+  // `name` + suffix + {labels} + ' '.
+  void Head(std::string_view suffix) {
+    *out_ += family_->name;
+    *out_ += suffix;
+    if (!labels_.empty()) {
+      out_->push_back('{');
+      *out_ += labels_;
+      out_->push_back('}');
+    }
+    out_->push_back(' ');
+  }
+
+  // The same with one more label whose value is already text (le="...", quantile="...").
+  void Head(std::string_view suffix, std::string_view extra_name, std::string_view extra_value) {
+    *out_ += family_->name;
+    *out_ += suffix;
+    out_->push_back('{');
+    if (!labels_.empty()) {
+      *out_ += labels_;
+      out_->push_back(',');
+    }
+    *out_ += extra_name;
+    *out_ += "=\"";
+    *out_ += extra_value;
+    *out_ += "\"} ";
+  }
+
+  void Tail() {
+    if (metric_->timestamp_ms != 0) {
+      char buf[24];
+      buf[0] = ' ';
+      const auto r = std::to_chars(buf + 1, buf + sizeof(buf), metric_->timestamp_ms);
+      out_->append(buf, r.ptr);
+    }
+    out_->push_back('\n');
+  }
+
+  void Value(double v) {
+    AppendTextDouble(v, out_);
+    Tail();
+  }
+  void Count(std::uint64_t v) {
+    AppendUnsigned(v, out_);
+    Tail();
+  }
+
+  // A bound as label text, cached by bucket position: a family's series almost always share
+  // one layout, so each bound is formatted once per family, not once per series.
+  std::string_view Bound(size_t i, double bound) {
+    if (i >= bounds_.size()) bounds_.resize(i + 1);
+    auto& [value, text] = bounds_[i];
+    if (text.empty() || std::memcmp(&value, &bound, sizeof(bound)) != 0) {
+      value = bound;
+      text.clear();
+      AppendTextDouble(bound, &text);
+    }
+    return text;
+  }
+
+ private:
+  std::string* out_;
+  const MetricFamily* family_ = nullptr;
+  const ClientMetric* metric_ = nullptr;
+  std::string labels_;
+  std::vector<std::pair<double, std::string>> bounds_;
+};
+
+const char* TypeName(MetricType t) {
+  switch (t) {
+    case MetricType::Counter:
+      return "counter";
+    case MetricType::Gauge:
+      return "gauge";
+    case MetricType::Summary:
+      return "summary";
+    case MetricType::Histogram:
+      return "histogram";
+    default:
+      return "untyped";
+  }
+}
+
+}  // namespace
+
+void AppendTextDouble(double v, std::string* out) {
+  if (std::isnan(v)) {
+    *out += "NaN";
+    return;
+  }
+  if (std::isinf(v)) {
+    *out += v > 0 ? "+Inf" : "-Inf";
+    return;
+  }
+  char buf[32];
+  char* end;
+  if (v == 0) {
+    end = std::signbit(v) ? std::strcpy(buf, "-0") + 2 : std::strcpy(buf, "0") + 1;
+  } else if (std::fabs(v) < 1e16 && v == std::trunc(v)) {
+    // Exact in an int64, and the digits %.16g would print: counters stay readable.
+    end = std::to_chars(buf, buf + sizeof(buf), static_cast<std::int64_t>(v)).ptr;
+  } else {
+    // Shortest round trip, in %g style (exponent below 1e-4 and from 1e16 on).
+    end = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general).ptr;
+  }
+  out->append(buf, end);
+}
+
+void AppendText(std::span<const MetricFamily> families, std::string* out) {
+  SeriesWriter w(out);
+  std::string quantile;
+  for (const auto& family : families) {
+    if (!family.help.empty()) {
+      *out += "# HELP ";
+      *out += family.name;
+      out->push_back(' ');
+      AppendEscaped<false>(family.help, out);
+      out->push_back('\n');
+    }
+    *out += "# TYPE ";
+    *out += family.name;
+    out->push_back(' ');
+    *out += TypeName(family.type);
+    out->push_back('\n');
+    for (const auto& metric : family.metric) {
+      w.Start(family, metric);
+      switch (family.type) {
+        case MetricType::Counter:
+          w.Head("");
+          w.Value(metric.counter.value);
+          break;
+        case MetricType::Gauge:
+          w.Head("");
+          w.Value(metric.gauge.value);
+          break;
+        case MetricType::Summary:
+          w.Head("_count");
+          w.Count(metric.summary.sample_count);
+          w.Head("_sum");
+          w.Value(metric.summary.sample_sum);
+          for (const auto& q : metric.summary.quantile) {
+            quantile.clear();
+            AppendTextDouble(q.quantile, &quantile);
+            w.Head("", "quantile", quantile);
+            w.Value(q.value);
+          }
+          break;
+        case MetricType::Histogram: {
+          const auto& h = metric.histogram;
+          w.Head("_count");
+          w.Count(h.sample_count);
+          w.Head("_sum");
+          w.Value(h.sample_sum);
+          bool inf = false;
+          for (size_t i = 0; i < h.bucket.size(); ++i) {
+            const auto& b = h.bucket[i];
+            w.Head("_bucket", "le", w.Bound(i, b.upper_bound));
+            w.Count(b.cumulative_count);
+            inf = b.upper_bound == INFINITY;
+          }
+          if (!inf) {  // the +Inf bucket is the count, as TextSerializer adds it
+            w.Head("_bucket", "le", "+Inf");
+            w.Count(h.sample_count);
+          }
+          break;
+        }
+        default:
+          w.Head("");
+          w.Value(metric.untyped.value);
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace nvmeof
