@@ -7,7 +7,8 @@ and template variables stay consistent. Edit this file, then run:
     dashboards/generate.py           # rewrite the JSON files
     dashboards/generate.py --check   # exit 1 if a JSON file is not what this script generates
 
-Every query uses the template variables as regular expressions (`=~"$var"`) so "All" (`.*`)
+Latency panels read native histograms and classic `_bucket` series alike (`quantile()` below;
+deploy/prometheus/nvmeof-recording.rules.yml says why the `or`). Every query uses the template variables as regular expressions (`=~"$var"`) so "All" (`.*`)
 also matches series without that label. Metric names: README.md "Metrics" and deploy/README.md.
 """
 import json
@@ -120,6 +121,33 @@ class Dashboard:
 
 
 RI = "$__rate_interval"
+
+
+def quantile(phi, by, native, classic):
+    """phi-quantile of a histogram stored natively or as classic buckets: `native` and `classic`
+    are the two selectors (rule or rate); on one Prometheus one of them is empty. `or` outside
+    histogram_quantile, so where both exist the native one wins and no labelset is doubled."""
+    n = f"sum by ({by}) ({native})" if by else f"sum({native})"
+    c = f"sum by ({by + ', ' if by else ''}le) ({classic})"
+    return f"histogram_quantile({phi}, {n}) or histogram_quantile({phi}, {c})"
+
+
+def nvmeof_quantile(phi, by, metric, sel):
+    """phi-quantile of an NVMe-oF histogram: the raw native series over 5 minutes, or the
+    recorded classic buckets instance:METRIC_bucket:rate5m (no native recording rule: see
+    deploy/prometheus/nvmeof-recording.rules.yml)."""
+    return quantile(phi, by, f"rate({metric}{{{sel}}}[5m])",
+                    f"instance:{metric}_bucket:rate5m{{{sel}}}")
+
+
+def raw_quantile(phi, by, metric, sel):
+    """phi-quantile over a raw histogram: rate(METRIC) (native) or rate(METRIC_bucket)."""
+    return quantile(phi, by, f"rate({metric}{{{sel}}}[{RI}])", f"rate({metric}_bucket{{{sel}}}[{RI}])")
+
+
+def hist_sum(rate_of):
+    """The sum's rate of a raw histogram, native or classic: `rate_of(suffix)` builds the rate."""
+    return f"(histogram_sum({rate_of('')}) or {rate_of('_sum')})"
 # NVMe-oF transports; pcie (local drives) and loop are shown apart.
 FABRIC = "rdma|tcp|fc"
 
@@ -135,6 +163,8 @@ def latency():
     d.var("transport", "Transport (fabric)",
           'label_values(nvmeof_commands_total{job=~"$job", instance=~"$instance"}, transport)',
           regex=f"/^({FABRIC})$/", all_value=FABRIC)
+    d.var("controller", "Controller (host stages)",
+          'label_values(nvmeof_commands_total{role="host", job=~"$job", instance=~"$instance", transport=~"$transport"}, controller)')
     d.var("nvme_namespace", "Namespace (host)",
           'label_values(nvmeof_commands_total{role="host", job=~"$job", instance=~"$instance"}, nvme_namespace)')
     d.var("nqn", "Subsystem NQN (target)",
@@ -144,6 +174,9 @@ def latency():
           'label_values(nvmeof_block_requests_total{job=~"$job", instance=~"$instance"}, disk)')
     J = 'job=~"$job", instance=~"$instance"'
     H = f'role="host", {J}, transport=~"$transport", nvme_namespace=~"$nvme_namespace", op=~"$op"'
+    # Stage series are per controller on hosts (bpf.stage_detail: controller, the default; at
+    # namespace they also carry nvme_namespace, which the stage rules sum away).
+    HS = f'role="host", {J}, transport=~"$transport", controller=~"$controller", op=~"$op"'
     T = f'role="target", {J}, transport=~"$transport", nqn=~"$nqn", op=~"$op"'
     L = f'role="host", {J}, transport="pcie", op=~"$op"'
     B = f'{J}, disk=~"$disk"'
@@ -155,13 +188,13 @@ def latency():
             "iops", [f"sum(instance:nvmeof_commands:rate5m{{{H}}})"], w=5, h=4)
     d.panel("stat", "Host p99", "End-to-end p99 on the hosts: block layer submission to "
             "completion. " + SAMPLED, "s",
-            [f"histogram_quantile(0.99, sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{H}}}))"],
+            [nvmeof_quantile(0.99, "", "nvmeof_command_latency_seconds", H)],
             w=5, h=4)
     d.panel("stat", "Target IOPS", "NVMe-oF commands completed per second on the targets.",
             "iops", [f"sum(instance:nvmeof_commands:rate5m{{{T}}})"], w=5, h=4)
     d.panel("stat", "Target p99", "End-to-end p99 on the targets: capsule received to response "
             "sent. " + SAMPLED, "s",
-            [f"histogram_quantile(0.99, sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{T}}}))"],
+            [nvmeof_quantile(0.99, "", "nvmeof_command_latency_seconds", T)],
             w=5, h=4)
     d.panel("stat", "Network estimate (max)",
             "Largest estimated network time over hosts and subsystems: host mean 'network and "
@@ -196,36 +229,44 @@ def latency():
              (f"increase(nvmeof_controller_command_errors_total{{{I}}}[{RI}])",
               "{{instance}} {{controller}} command errors")], w=24)
 
-    for role, sel, who in (("host", H, "Host"), ("target", T, "Target")):
+    STG = "nvmeof_stage_latency_seconds"
+    for role, sel, who in (("host", HS, "Host"), ("target", T, "Target")):
         d.row(f"{who} stages")
         d.panel("timeseries", f"{who} p99 by stage",
                 f"p99 of each {role} stage: one glance shows which stage moved. " + SAMPLED, "s",
-                [(f"histogram_quantile(0.99, sum by (stage, le) (instance:nvmeof_stage_latency_seconds_bucket:rate5m{{{sel}}}))",
-                  "{{stage}}")])
+                [(nvmeof_quantile(0.99, "stage", STG, sel), "{{stage}}")])
         d.panel("timeseries", f"{who} p50 by stage", f"Median of each {role} stage.", "s",
-                [(f"histogram_quantile(0.50, sum by (stage, le) (instance:nvmeof_stage_latency_seconds_bucket:rate5m{{{sel}}}))",
-                  "{{stage}}")])
+                [(nvmeof_quantile(0.50, "stage", STG, sel), "{{stage}}")])
         d.panel("timeseries", f"{who}: mean time per command by stage (stacked)",
                 f"Time per command in each {role} stage (stage time / commands timed end to end), "
                 f"stacked: the stages add up to the {role}'s end-to-end mean, also where a command "
                 "may skip a point (RDMA send completion after the response).", "s",
                 [(f"sum by (stage) (instance:nvmeof_stage_latency_seconds_sum:rate5m{{{sel}}}) / "
-                  f'ignoring (stage) group_left sum(instance:nvmeof_command_latency_seconds_bucket:rate5m{{{sel}, le="+Inf"}})',
+                  f"ignoring (stage) group_left sum(instance:nvmeof_command_latency_seconds_count:rate5m{{{sel}}})",
                   "{{stage}}")], stack=True)
         d.panel("timeseries", f"{who} queue depth by stage (Little's law)",
                 "Average number of commands inside each stage: arrival rate x mean time = "
                 "rate(..._sum), scaled by the sampling factor.", "short",
                 [(f"sum by (stage) (instance:nvmeof_stage_latency_seconds_sum:rate5m{{{sel}}} "
                   "* on (instance, job) group_left nvmeof_exporter_bpf_sample_every)", "{{stage}}")])
+        if role == "host":
+            # Per controller, not per namespace: the stage series' host granularity at the
+            # default bpf.stage_detail (controller); end-to-end per namespace is below.
+            d.panel("timeseries", "Host p99 by controller and stage",
+                    "p99 of each host stage per controller (one path to one subsystem), to find "
+                    "the controller whose stage moved. At bpf.stage_detail: node there is no "
+                    "controller label: one line per stage. " + SAMPLED, "s",
+                    [(nvmeof_quantile(0.99, "instance, controller, stage", STG, sel),
+                      "{{instance}} {{controller}} {{stage}}")], w=24)
 
     d.row("End to end")
     d.panel("timeseries", "Host p99 by namespace",
             "End-to-end p99 per namespace block device (all its paths). " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, nvme_namespace, op, le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{H}}}))",
+            [(nvmeof_quantile(0.99, "instance, nvme_namespace, op", "nvmeof_command_latency_seconds", H),
               "{{instance}} {{nvme_namespace}} {{op}}")])
     d.panel("timeseries", "Target p99 by subsystem",
             "Target end-to-end p99 per subsystem. " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, nqn, op, le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{T}}}))",
+            [(nvmeof_quantile(0.99, "instance, nqn, op", "nvmeof_command_latency_seconds", T),
               "{{instance}} {{nqn}} {{op}}")])
     d.panel("timeseries", "Host IOPS by namespace", "Commands per second per namespace (exact).",
             "iops", [(f"sum by (instance, nvme_namespace, op) (instance:nvmeof_commands:rate5m{{{H}}})",
@@ -247,16 +288,18 @@ def latency():
               'nqn=~"$nqn", op=~"$op"}', "target {{nqn}} {{op}}")], w=24)
     d.panel("heatmap", "Host end-to-end latency",
             "Distribution of host end-to-end latency over time (all selected devices).", "s",
-            [f"sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{H}}})"])
+            [f"sum(rate(nvmeof_command_latency_seconds{{{H}}}[5m])) or "
+             f"sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{H}}})"])
     d.panel("heatmap", "Target end-to-end latency",
             "Distribution of target end-to-end latency over time (all selected subsystems).", "s",
-            [f"sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{T}}})"])
+            [f"sum(rate(nvmeof_command_latency_seconds{{{T}}}[5m])) or "
+             f"sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{T}}})"])
 
     d.row("Local PCIe NVMe drives (not NVMe-oF)")
     d.panel("timeseries", "Local PCIe p99 by namespace",
             "End-to-end p99 of local PCIe NVMe namespaces, apart from the fabric numbers "
             "above. " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, nvme_namespace, op, le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{L}}}))",
+            [(nvmeof_quantile(0.99, "instance, nvme_namespace, op", "nvmeof_command_latency_seconds", L),
               "{{instance}} {{nvme_namespace}} {{op}}")])
     d.panel("timeseries", "Local PCIe IOPS by namespace", "Commands per second per local "
             "namespace (exact).", "iops",
@@ -267,21 +310,22 @@ def latency():
     d.panel("timeseries", "Block p99 by device and stage",
             "Block-layer stages of every block device on the node: queue = allocated to issued "
             "to the driver, device = issued to completed. " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, disk, stage, le) (rate(nvmeof_block_stage_latency_seconds_bucket{{{B}}}[{RI}])))",
+            [(raw_quantile(0.99, "instance, disk, stage", "nvmeof_block_stage_latency_seconds", B),
               "{{instance}} {{disk}} {{stage}}")])
     d.panel("timeseries", "Block p99 and p50 by device",
             "Block-layer request latency, allocated to completed. " + SAMPLED, "s",
-            [(f"histogram_quantile(0.99, sum by (instance, disk, le) (rate(nvmeof_block_latency_seconds_bucket{{{B}}}[{RI}])))",
+            [(raw_quantile(0.99, "instance, disk", "nvmeof_block_latency_seconds", B),
               "p99 {{instance}} {{disk}}"),
-             (f"histogram_quantile(0.50, sum by (instance, disk, le) (rate(nvmeof_block_latency_seconds_bucket{{{B}}}[{RI}])))",
+             (raw_quantile(0.50, "instance, disk", "nvmeof_block_latency_seconds", B),
               "p50 {{instance}} {{disk}}")])
     d.panel("timeseries", "Block IOPS", "Block requests completed per second (exact).", "iops",
             [(f"sum by (instance, disk, op) (rate(nvmeof_block_requests_total{{{B}}}[{RI}]))",
               "{{instance}} {{disk}} {{op}}")])
     d.panel("timeseries", "Block queue depth by stage (Little's law)",
             "Average requests in each block-layer stage.", "short",
-            [(f"sum by (instance, disk, stage) (rate(nvmeof_block_stage_latency_seconds_sum{{{B}}}[{RI}]) "
-              "* on (instance, job) group_left nvmeof_exporter_bpf_sample_every)",
+            [(f"sum by (instance, disk, stage) ("
+              + hist_sum(lambda s: f"rate(nvmeof_block_stage_latency_seconds{s}{{{B}}}[{RI}])")
+              + " * on (instance, job) group_left nvmeof_exporter_bpf_sample_every)",
               "{{instance}} {{disk}} {{stage}}")])
     return d
 

@@ -6,14 +6,19 @@
       no hard-coded datasource uid (only ${datasource}), every $variable used is defined,
       datasource, job (or cluster) and single-select instance variables.
   dashboards_check.py eval --prom URL --time T DASHBOARD_DIR
-      [--expect-firing ALERT]... [--expect-quiet ALERT]...
+      [--expect-firing ALERT]... [--expect-quiet ALERT]... [--expect-empty RULE]...
+      [--only REGEX] [--var NAME=VALUE]...
       evaluates, through Prometheus' HTTP API at time T, every panel query and every template
       variable query of every dashboard, and every rule Prometheus loaded (/api/v1/rules).
       A query that returns nothing fails. Template variables become the regex-all `.*`,
       $__rate_interval becomes 1m. Alert expressions are evaluated with their comparisons
       turned into `bool` comparisons (the quantities behind the alert must exist), and as
       written (whether the alert condition holds now: reported, and checked for the alerts
-      named with --expect-firing / --expect-quiet).
+      named with --expect-firing / --expect-quiet). --expect-empty names rules that must return
+      nothing on this Prometheus (the native-histogram rules on one that stores classic
+      buckets, and the reverse), so both halves of a native/classic pair are checked. --only
+      evaluates just the variables, panel queries and rules whose expression matches REGEX;
+      --var sets a template variable (default: the regex-all `.*`).
   dashboards_check.py names DASHBOARD_DIR RULES_FILE... -- SOURCE_FILE...
       every exporter metric a dashboard or rule uses is emitted somewhere in the sources (by
       its quoted name), except the NVMe-oF stage metrics of issue 5 (not built yet).
@@ -238,12 +243,16 @@ def label_values_to_promql(q):
 def evaluate(args):
     prom = Prom(args.prom, args.time)
     problems, checked = [], 0
+    only = re.compile(args.only) if args.only else None
+    var_values = dict(v.split("=", 1) for v in args.var)
     for name, d in load_dashboards(args.dir):
         for v in d.get("templating", {}).get("list", []):
             if v.get("type") != "query":
                 continue
             q = v["query"]["query"] if isinstance(v["query"], dict) else v["query"]
-            promql, label = label_values_to_promql(substitute(q, {}))
+            if only and not only.search(q):
+                continue
+            promql, label = label_values_to_promql(substitute(q, var_values))
             where = f"{name} variable ${v['name']}"
             try:
                 res = prom.query(promql)
@@ -258,7 +267,9 @@ def evaluate(args):
                 print(f"ok: {where}: {len(values)} values, e.g. {values[0]}")
         for p in all_panels(d):
             for t in p.get("targets", []):
-                expr = substitute(t["expr"], {})
+                expr = substitute(t["expr"], var_values)
+                if only and not only.search(expr):
+                    continue
                 where = f"{name} panel {p['id']} '{p['title']}' {t['refId']}"
                 checked += 1
                 try:
@@ -273,11 +284,15 @@ def evaluate(args):
 
     rules = prom.get("/api/v1/rules")["data"]["groups"]
     fired, expect_firing, expect_quiet = set(), set(args.expect_firing), set(args.expect_quiet)
+    expect_empty, seen = set(args.expect_empty), set()
     nrules = 0
     for g in rules:
         for r in g["rules"]:
-            nrules += 1
             rname = r.get("name")
+            seen.add(rname)
+            if only and not only.search(r["query"]):
+                continue
+            nrules += 1
             where = f"rule {g['name']}/{rname} ({r['type']})"
             if r.get("health") != "ok":
                 problems.append(f"{where}: health {r.get('health')}: {r.get('lastError')}")
@@ -288,6 +303,12 @@ def evaluate(args):
                 res = prom.query(probe)
             except RuntimeError as e:
                 problems.append(f"{where}: error {e}: {probe}")
+                continue
+            if rname in expect_empty:
+                if res:
+                    problems.append(f"{where}: {len(res)} series, expected none on this Prometheus")
+                else:
+                    print(f"ok: {where}: empty, as expected on this Prometheus")
                 continue
             if not res:
                 problems.append(f"{where}: no data: {probe}")
@@ -302,6 +323,8 @@ def evaluate(args):
                 print(f"ok: {where}: {len(res)} series")
     if nrules == 0:
         problems.append("Prometheus loaded no rules")
+    for rname in sorted(expect_empty - seen):
+        problems.append(f"--expect-empty {rname}: no such rule loaded")
     for a in sorted(expect_firing - fired):
         problems.append(f"alert {a}: expected its condition to hold on this data, it does not")
     for a in sorted(expect_quiet & fired):
@@ -438,6 +461,9 @@ def main(argv):
         ap.add_argument("--time", required=True)
         ap.add_argument("--expect-firing", action="append", default=[])
         ap.add_argument("--expect-quiet", action="append", default=[])
+        ap.add_argument("--expect-empty", action="append", default=[])
+        ap.add_argument("--only")
+        ap.add_argument("--var", action="append", default=[])
         ap.add_argument("dir")
         return evaluate(ap.parse_args(argv[1:]))
     print(__doc__, file=sys.stderr)

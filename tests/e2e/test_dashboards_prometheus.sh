@@ -151,6 +151,8 @@ EXPECT=(
   --expect-quiet NvmeofExporterDown --expect-quiet NvmeofExporterCollectorFailing
   --expect-quiet RdmaTransportRetryExceeded
 )
+# This Prometheus stores classic buckets (no native-histogram flag); every panel and rule must
+# answer from them (test_native_histograms.sh does the same with native histograms).
 [ $HAVE_BPF = 1 ] && EXPECT+=(--expect-quiet NvmeofExporterBpfRequiredHookMissing
   --expect-quiet NvmeofExporterBpfUnavailable)
 python3 "$E2E_DIR/dashboards_check.py" eval --prom "$PROM" --time "$T_EVAL" "${EXPECT[@]}" \
