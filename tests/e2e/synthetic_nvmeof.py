@@ -13,24 +13,38 @@ Two sources, one output file:
   stage: the latency-regression alerts must find it, and the network estimate must come out at
   the known NETWORK_US.
 
-Synthetic shape (DESIGN.md "stage model"): per namespace device and controller (host) and per
-subsystem NQN and port (target), NVMe/RDMA and NVMe/TCP, reads and writes, log-normal stage
+Synthetic shape (DESIGN.md "stage model"): command series per namespace device and controller
+(host) and per subsystem NQN and port (target); stage series at --stage-detail (the exporter's
+bpf.stage_detail, default controller: host per controller, target per NQN; namespace: as the
+command series; node: neither), NVMe/RDMA and NVMe/TCP, reads and writes, log-normal stage
 latencies with realistic means; samples a day ago (for `offset 1d`) and in the last 10 minutes
 (dense at the end, for 1-minute rate windows).
 
+LIVE (--serve): the same real VM scrape served over HTTP as a live exporter would, for a
+Prometheus to scrape (native histograms cannot be backfilled into Prometheus 2.42): counters and
+histograms grow at the VM run's counts per minute from when the server starts, gauges stay; text
+(every 4th bucket bound, as the backfill) to a text scrape, and delimited protobuf with native
+schema-3 histograms to a scraper that asks for protobuf (Prometheus with
+--enable-feature=native-histograms). Prints the port, then serves until killed.
+
 python3 stdlib only. Usage:
   synthetic_nvmeof.py --end EPOCH --out FILE --host-instance H --target-instance T
-      [--job nvmeof] [--topology METRICS_TEXT] [--with-bpf]
+      [--job nvmeof] [--topology METRICS_TEXT] [--with-bpf] [--stage-detail D]
       [--vm-replay SCRAPE(.gz) --vm-instance I]
---topology: an exporter /metrics text whose nvmeof_namespace_info series are copied to the host
-instance (the host's namespaces: what the network-estimate rule joins on).
+  synthetic_nvmeof.py --serve --vm-replay SCRAPE(.gz)
+--topology: an exporter /metrics text whose nvmeof_namespace_info and nvmeof_controller_info
+series are copied to the host instance (the host's controllers and their NQNs: what the
+network-estimate rule joins on).
 --with-bpf: also emit eBPF self-metrics and block-layer histograms for the host instance (only
 used when the exporter under test was built without the bpf collector).
 """
 import argparse
 import gzip
+import http.server
 import math
 import re
+import struct
+import time
 
 DAY = 86400.0
 # A subset of the exporter's bucket bounds (bpf/hist.h: log-linear, 8 per octave): every 4th
@@ -50,6 +64,10 @@ BOUNDS = [b for b in BOUNDS if 5e-7 <= b <= 0.07]
 
 HOST_STAGES = ["block_submit", "driver_submit", "network_and_target", "host_receive",
                "block_complete"]
+
+# Labels the stage series do not carry, per bpf.stage_detail (the command series carry all).
+STAGE_DROP = {"namespace": (), "controller": ("nvme_namespace", "nvmet_port"),
+              "node": ("nvme_namespace", "nvmet_port", "controller", "nqn")}
 
 # (device, controller, transport, subsystem NQN, target port, {op: iops})
 HOST_DEVICES = [
@@ -149,6 +167,10 @@ def build(args):
     hosts = target_labels(args, args.host_instance)
     targets = target_labels(args, args.target_instance)
     stage, command, commands = [], [], []
+    drop = STAGE_DROP[args.stage_detail]
+
+    def stage_labels(labels):
+        return {k: v for k, v in labels.items() if k not in drop}
     for dev, ctrl, transport, nqn, port, ops in HOST_DEVICES:
         for op, iops in ops.items():
             tmeans = TARGET_MEANS[(transport, op)]
@@ -160,7 +182,7 @@ def build(args):
             tl = dict(targets, role="target", transport=transport, op=op, nqn=nqn,
                       nvmet_port=port)
             for st in tmeans:
-                stage.append(Series(dict(tl, stage=st), iops, Dist(tmeans[st] * 1e-6),
+                stage.append(Series(stage_labels(dict(tl, stage=st)), iops, Dist(tmeans[st] * 1e-6),
                                     Dist(new_tmeans[st] * 1e-6), t0, t_change))
             tsum, new_tsum = sum(tmeans.values()), sum(new_tmeans.values())
             command.append(Series(tl, iops, Dist(tsum * 1e-6, 0.3), Dist(new_tsum * 1e-6, 0.3),
@@ -173,7 +195,7 @@ def build(args):
             hmeans = dict(HOST_MEANS, network_and_target=nt)
             new_hmeans = dict(HOST_MEANS, network_and_target=new_nt)
             for st in HOST_STAGES:
-                stage.append(Series(dict(hl, stage=st), iops, Dist(hmeans[st] * 1e-6),
+                stage.append(Series(stage_labels(dict(hl, stage=st)), iops, Dist(hmeans[st] * 1e-6),
                                     Dist(new_hmeans[st] * 1e-6), t0, t_change))
             command.append(Series(hl, iops, Dist(sum(hmeans.values()) * 1e-6, 0.3),
                                   Dist(sum(new_hmeans.values()) * 1e-6, 0.3), t0, t_change))
@@ -221,19 +243,27 @@ def gauge_family(out, name, rows, ts):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--end", type=float, required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--host-instance", required=True)
-    ap.add_argument("--target-instance", required=True)
+    ap.add_argument("--serve", action="store_true")
+    ap.add_argument("--end", type=float)
+    ap.add_argument("--out")
+    ap.add_argument("--host-instance")
+    ap.add_argument("--target-instance")
     ap.add_argument("--job", default="nvmeof")
     ap.add_argument("--topology")
     ap.add_argument("--with-bpf", action="store_true")
+    ap.add_argument("--stage-detail", choices=sorted(STAGE_DROP), default="controller",
+                    help="labels of the synthetic stage series, as bpf.stage_detail")
     ap.add_argument("--vm-replay")
     ap.add_argument("--vm-instance", default="vm-stages:10420")
     ap.add_argument("--operator-labels", action="store_true",
                     help="add the target labels the Prometheus Operator adds (namespace, pod, "
                          "service, endpoint), as test_dashboards_prometheus.sh's scrape does")
     args = ap.parse_args()
+    if args.serve:
+        return serve(args.vm_replay)
+    for a in ("end", "out", "host_instance", "target_instance"):
+        if getattr(args, a) is None:
+            ap.error("--" + a.replace("_", "-") + " is required")
     ts = timestamps(args.end)
     stage, command, commands = build(args)
     out = []
@@ -246,13 +276,15 @@ def main():
                   for i in inst], ts)
     gauge_family(out, "nvmeof_exporter_bpf_sample_every", [(i, 1) for i in inst], ts)
     if args.topology:
-        rows = []
+        rows = {"nvmeof_namespace_info": [], "nvmeof_controller_info": []}
         for line in open(args.topology):
-            m = re.match(r"nvmeof_namespace_info\{(.*)\} (\S+)$", line.strip())
+            m = re.match(r"(nvmeof_namespace_info|nvmeof_controller_info)\{(.*)\} (\S+)$",
+                         line.strip())
             if m:
-                labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(1)))
-                rows.append((dict(labels, **inst[0]), m.group(2)))
-        gauge_family(out, "nvmeof_namespace_info", rows, ts)
+                labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
+                rows[m.group(1)].append((dict(labels, **inst[0]), m.group(3)))
+        for family, r in rows.items():
+            gauge_family(out, family, r, ts)
     if args.with_bpf:
         emit_bpf(out, inst[0], args, ts)
     if args.vm_replay:
@@ -298,6 +330,167 @@ def replay(out, args, ts):
             for t in ts:
                 v = value if kind == "gauge" else value * frac(t)
                 out.append(f"{name}{lab} {v:.9g} {t:.3f}")
+
+
+# --- live replay (--serve) ------------------------------------------------------------------
+
+def read_scrape(path):
+    """{(family, kind): {labels-without-le: {"le": {bound: cumulative}, "sum", "count", "value"}}}"""
+    opener = gzip.open if path.endswith(".gz") else open
+    fams = {}
+    for line in opener(path, "rt"):
+        m = re.match(r"([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$", line.strip())
+        if not m:
+            continue
+        name, value = m.group(1), float(m.group(3))
+        labels = re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")
+        le = dict(labels).get("le")
+        labels = tuple((k, v) for k, v in labels if k != "le")
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        if base != name and base.endswith("_seconds"):
+            h = fams.setdefault((base, "histogram"), {}).setdefault(labels, {"le": {}})
+            if name.endswith("_bucket"):
+                h["le"][float("inf") if le == "+Inf" else float(le)] = value
+            else:
+                h[name.rsplit("_", 1)[1]] = value
+        else:
+            kind = "counter" if name.endswith("_total") else "gauge"
+            fams.setdefault((name, kind), {})[labels] = {"value": value}
+    return fams
+
+
+def pb_varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def pb_zigzag(n):
+    return (n << 1) ^ (n >> 63)
+
+
+def pb_field(num, wire, payload):
+    key = pb_varint(num << 3 | wire)
+    if wire == 2:
+        return key + pb_varint(len(payload)) + payload
+    return key + payload
+
+
+def pb_str(num, s):
+    return pb_field(num, 2, s.encode())
+
+
+def pb_double(num, v):
+    return pb_field(num, 1, struct.pack("<d", v))
+
+
+def pb_uint(num, v):
+    return pb_field(num, 0, pb_varint(v))
+
+
+def native_histogram(h, f):
+    """A client_model Histogram with native schema-3 buckets from the scrape's fine classic
+    buckets, scaled by f: each fine bucket goes to the native bucket of its upper bound."""
+    counts, prev = {}, 0
+    for le in sorted(b for b in h["le"] if b != float("inf")):
+        n = h["le"][le] - prev
+        prev = h["le"][le]
+        idx = round(8 * math.log2(le))
+        counts[idx] = counts.get(idx, 0) + n
+    over = h["le"].get(float("inf"), prev) - prev  # above the last bound: one bucket up
+    if over:
+        idx = max(counts) + 1 if counts else 0
+        counts[idx] = counts.get(idx, 0) + over
+    scaled = {i: math.floor(c * f) for i, c in counts.items() if c}
+    msg = pb_uint(1, sum(scaled.values())) + pb_double(2, h.get("sum", 0.0) * f)
+    msg += pb_field(5, 0, pb_varint(pb_zigzag(3)))  # schema 3
+    msg += pb_double(6, 2.0 ** -23) + pb_uint(7, 0)  # zero bucket, empty
+    spans, deltas, last_idx, last_count = [], [], None, 0
+    for i in sorted(scaled):
+        if last_idx is None or i != last_idx + 1:
+            gap = i - (last_idx + 1) if last_idx is not None else i
+            spans.append([gap, 0])
+        spans[-1][1] += 1
+        deltas.append(scaled[i] - last_count)
+        last_idx, last_count = i, scaled[i]
+    for off, length in spans:
+        msg += pb_field(12, 2, pb_field(1, 0, pb_varint(pb_zigzag(off))) + pb_uint(2, length))
+    if deltas:
+        msg += pb_field(13, 2, b"".join(pb_varint(pb_zigzag(d)) for d in deltas))
+    return msg
+
+
+def render(fams, f, native):
+    """The scrape at growth factor f: delimited protobuf (native) or text (classic)."""
+    out = [] if native else ""
+    for (family, kind), series in fams.items():
+        if native:
+            msg = pb_str(1, family) + pb_uint(3, {"counter": 0, "gauge": 1, "histogram": 4}[kind])
+        else:
+            out += f"# TYPE {family if kind != 'counter' else family[:-6]} {kind}\n"
+        for labels, s in series.items():
+            lab = ",".join(f'{k}="{v}"' for k, v in labels)
+            if native:
+                m = b"".join(pb_field(1, 2, pb_str(1, k) + pb_str(2, v)) for k, v in labels)
+                if kind == "histogram":
+                    m += pb_field(7, 2, native_histogram(s, f))
+                elif kind == "counter":
+                    m += pb_field(3, 2, pb_double(1, s["value"] * f))
+                else:
+                    m += pb_field(2, 2, pb_double(1, s["value"]))
+                msg += pb_field(4, 2, m)
+            elif kind == "histogram":
+                for le, v in sorted(s["le"].items()):
+                    if le != float("inf") and not any(abs(le - b) < 1e-12 + b * 1e-6 for b in BOUNDS):
+                        continue
+                    les = "+Inf" if le == float("inf") else repr(le)
+                    out += f'{family}_bucket{{{lab}{"," if lab else ""}le="{les}"}} {math.floor(v * f)}\n'
+                out += f"{family}_sum{{{lab}}} {s.get('sum', 0.0) * f:.9g}\n"
+                out += f"{family}_count{{{lab}}} {math.floor(s.get('count', 0) * f)}\n"
+            else:
+                v = s["value"] * f if kind == "counter" else s["value"]
+                out += f"{family}{{{lab}}} {v:.9g}\n"
+        if native:
+            out.append(pb_varint(len(msg)) + msg)
+    return b"".join(out) if native else out.encode()
+
+
+def serve(path):
+    fams = read_scrape(path)
+    # SYNTHETIC stand-in: the VM has no local PCIe drive, so its host's NVMe/RDMA command
+    # series are also served as a local PCIe namespace (nvme9n1), for the dashboards' PCIe row.
+    for family in ("nvmeof_command_latency_seconds", "nvmeof_commands_total"):
+        for (fam, _), series in fams.items():
+            if fam != family:
+                continue
+            for labels in [l for l in series if ("transport", "rdma") in l and ("role", "host") in l]:
+                sub = {"transport": "pcie", "controller": "nvme9", "nvme_namespace": "nvme9n1"}
+                series[tuple((k, sub.get(k, v)) for k, v in labels)] = series[labels]
+    t0 = time.time()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            f = (time.time() - t0) / 60  # the VM run's counts per minute
+            native = "application/vnd.google.protobuf" in self.headers.get("Accept", "")
+            body = render(fams, f, native)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.google.protobuf; "
+                             "proto=io.prometheus.client.MetricFamily; encoding=delimited"
+                             if native else "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
 
 
 def emit_bpf(out, inst, args, ts):
