@@ -39,6 +39,7 @@ cleanup_native() {
   [ -n "$FIO" ] && { kill "$FIO" 2>/dev/null; wait "$FIO" 2>/dev/null; } || true
   [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null || true
   umount -l "$WORK/tmpfs" 2>/dev/null || true
+  set +e  # else errexit ends this trap at `(exit 1)`, before cleanup stops the servers
   (exit $rc)
   cleanup
 }
