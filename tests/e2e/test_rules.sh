@@ -50,9 +50,10 @@ sed -i "s#https://example.com/nvmeof_exporter/blob/main#$BASE#" "$WORK"/rb/*.rul
 n=$(grep -c "runbook_url: \"$BASE/deploy/runbooks/" "$WORK/rb/nvmeof-alerts.rules.yml")
 [ "$n" = "$(grep -c '^ *- alert:' "$RULES/nvmeof-alerts.rules.yml")" ] || fail "runbook base: $n alerts carry $BASE"
 grep -q example.com "$WORK"/rb/*.yml "$WORK"/rb/tests/*.yml && fail "runbook base: example.com left after the sed"
-(cd "$WORK/rb/tests" && promtool test rules ./*.test.yml) >"$WORK/rb.log" 2>&1 ||
+# nvmeof-alerts.test.yml asserts 17 of the runbook_urls (the slower latency tests add nothing).
+(cd "$WORK/rb/tests" && promtool test rules nvmeof-alerts.test.yml) >"$WORK/rb.log" 2>&1 ||
   fail "promtool test rules after changing the runbook base: $(cat "$WORK/rb.log")"
-pass "runbook base changed with one sed line: $n runbook_urls, unit tests pass"
+pass "runbook base changed with one sed line: $n runbook_urls, nvmeof-alerts.test.yml passes"
 
 # Alertmanager: the inhibition example is a valid config (amtool), and a real Alertmanager
 # mutes what it says it mutes, and nothing else.
