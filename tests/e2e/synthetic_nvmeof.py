@@ -392,9 +392,9 @@ def pb_uint(num, v):
     return pb_field(num, 0, pb_varint(v))
 
 
-def native_histogram(h, f):
-    """A client_model Histogram with native schema-3 buckets from the scrape's fine classic
-    buckets, scaled by f: each fine bucket goes to the native bucket of its upper bound."""
+def native_counts(h):
+    """{schema-3 index: count} from the scrape's fine classic buckets: each fine bucket goes
+    to the native bucket of its upper bound."""
     counts, prev = {}, 0
     for le in sorted(b for b in h["le"] if b != float("inf")):
         n = h["le"][le] - prev
@@ -405,7 +405,12 @@ def native_histogram(h, f):
     if over:
         idx = max(counts) + 1 if counts else 0
         counts[idx] = counts.get(idx, 0) + over
-    scaled = {i: math.floor(c * f) for i, c in counts.items() if c}
+    return {i: c for i, c in counts.items() if c}
+
+
+def native_histogram(h, f):
+    """A client_model Histogram with native schema-3 buckets (h["native"]) scaled by f."""
+    scaled = {i: math.floor(c * f) for i, c in h["native"].items()}
     msg = pb_uint(1, sum(scaled.values())) + pb_double(2, h.get("sum", 0.0) * f)
     msg += pb_field(5, 0, pb_varint(pb_zigzag(3)))  # schema 3
     msg += pb_double(6, 2.0 ** -23) + pb_uint(7, 0)  # zero bucket, empty
@@ -444,10 +449,7 @@ def render(fams, f, native):
                     m += pb_field(2, 2, pb_double(1, s["value"]))
                 msg += pb_field(4, 2, m)
             elif kind == "histogram":
-                for le, v in sorted(s["le"].items()):
-                    if le != float("inf") and not any(abs(le - b) < 1e-12 + b * 1e-6 for b in BOUNDS):
-                        continue
-                    les = "+Inf" if le == float("inf") else repr(le)
+                for les, v in s["text_le"]:
                     out += f'{family}_bucket{{{lab}{"," if lab else ""}le="{les}"}} {math.floor(v * f)}\n'
                 out += f"{family}_sum{{{lab}}} {s.get('sum', 0.0) * f:.9g}\n"
                 out += f"{family}_count{{{lab}}} {math.floor(s.get('count', 0) * f)}\n"
@@ -461,6 +463,14 @@ def render(fams, f, native):
 
 def serve(path):
     fams = read_scrape(path)
+    # Once, not per scrape (a scrape must answer within Prometheus' 1 s timeout here): the
+    # native buckets, and every 4th bound for text, as the backfill.
+    for (_, kind), series in fams.items():
+        for s in series.values() if kind == "histogram" else ():
+            s["native"] = native_counts(s)
+            s["text_le"] = [("+Inf" if le == float("inf") else repr(le), v)
+                            for le, v in sorted(s["le"].items())
+                            if le == float("inf") or any(abs(le - b) < 1e-12 + b * 1e-6 for b in BOUNDS)]
     # SYNTHETIC stand-in: the VM has no local PCIe drive, so its host's NVMe/RDMA command
     # series are also served as a local PCIe namespace (nvme9n1), for the dashboards' PCIe row.
     for family in ("nvmeof_command_latency_seconds", "nvmeof_commands_total"):

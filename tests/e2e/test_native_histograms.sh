@@ -95,7 +95,9 @@ rule_files: ["$WORK/rules/*.rules.yml"]
 scrape_configs:
   - job_name: nvmeof
     static_configs: [{targets: ["127.0.0.1:$P_EXP"]}]
-  - job_name: nvmeof-vm
+  - job_name: nvmeof-vm  # a Python server: leave it time on a loaded machine
+    scrape_interval: 2s
+    scrape_timeout: 2s
     static_configs: [{targets: ["127.0.0.1:$P_VM"]}]
 YAML
   [ "$name" = native ] && printf '  - job_name: fine\n    static_configs: [{targets: ["127.0.0.1:%s"]}]\n' \
