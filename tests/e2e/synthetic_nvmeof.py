@@ -22,7 +22,7 @@ latencies with realistic means; samples a day ago (for `offset 1d`) and in the l
 
 LIVE (--serve): the same real VM scrape served over HTTP as a live exporter would, for a
 Prometheus to scrape (native histograms cannot be backfilled into Prometheus 2.42): counters and
-histograms grow at the VM run's counts per minute from when the server starts, gauges stay; text
+histograms grow by the VM run's counts every second (from an hour's worth), gauges stay; text
 (every 4th bucket bound, as the backfill) to a text scrape, and delimited protobuf with native
 schema-3 histograms to a scraper that asks for protobuf (Prometheus with
 --enable-feature=native-histograms). Prints the port, then serves until killed.
@@ -410,6 +410,9 @@ def native_counts(h):
 
 def native_histogram(h, f):
     """A client_model Histogram with native schema-3 buckets (h["native"]) scaled by f."""
+    # Each bucket floored on its own, so that no bucket ever decreases (Prometheus would take
+    # that for a counter reset); the total is then a few counts short of the classic _count,
+    # negligible at an hour's worth of counts (f >= 3600).
     scaled = {i: math.floor(c * f) for i, c in h["native"].items()}
     msg = pb_uint(1, sum(scaled.values())) + pb_double(2, h.get("sum", 0.0) * f)
     msg += pb_field(5, 0, pb_varint(pb_zigzag(3)))  # schema 3
@@ -484,7 +487,11 @@ def serve(path):
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            f = (time.time() - t0) / 60  # the VM run's counts per minute
+            # The VM run's counts every second, as if it had run for an hour already: rate()
+            # then extrapolates every series of a scrape alike (no counter near its zero point),
+            # and each native bucket grows by whole counts between scrapes, so ratios of sums and
+            # counts agree between the two servers.
+            f = 3600 + (time.time() - t0)
             native = "application/vnd.google.protobuf" in self.headers.get("Accept", "")
             body = render(fams, f, native)
             self.send_response(200)
