@@ -148,6 +148,8 @@ def raw_quantile(phi, by, metric, sel):
 def hist_sum(rate_of):
     """The sum's rate of a raw histogram, native or classic: `rate_of(suffix)` builds the rate."""
     return f"(histogram_sum({rate_of('')}) or {rate_of('_sum')})"
+
+
 # NVMe-oF transports; pcie (local drives) and loop are shown apart.
 FABRIC = "rdma|tcp|fc"
 
