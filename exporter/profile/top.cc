@@ -10,6 +10,7 @@
 #include "bpf/nvmeof_maps.h"
 #include "collectors/bpf/nvmeof.h"
 #include "exporter/profile/http_get.h"
+#include "exporter/profile/live.h"
 #include "exporter/profile/text.h"
 
 namespace nvmeof::profile {
@@ -265,6 +266,8 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
   std::string from;
   bool once = false, json = false;
   double interval = 2;
+  std::uint64_t every = 8;
+  std::string mechanism = "auto";
   for (const auto& a : args) {
     if (a.rfind("--from=", 0) == 0) {
       from = a.substr(7);
@@ -282,17 +285,26 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
             << "\" is not a number of seconds in (0, 3600]\n";
         return 2;
       }
+    } else if (a.rfind("-s=", 0) == 0 || a.rfind("--sample-every=", 0) == 0) {
+      const std::string v = a.substr(a.find('=') + 1);
+      char* end = nullptr;
+      every = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end || every == 0 || every > (1u << 20)) {
+        err << "nvmeof_exporter top: -s: \"" << v << "\" is not a whole number in [1, 2^20]\n";
+        return 2;
+      }
+    } else if (a.rfind("--bpf.mechanism=", 0) == 0) {
+      mechanism = a.substr(16);
     } else {
-      err << "usage: nvmeof_exporter top --from=http://HOST:PORT[/metrics] [--once] "
-             "[--interval=SECONDS] [--format=json]\n";
+      err << "usage: nvmeof_exporter top [--from=http://HOST:PORT[/metrics]] [--once] "
+             "[--interval=SECONDS] [--format=json] [-s=N] [--bpf.mechanism=M]\n"
+             "  without --from: loads its own eBPF programs (root), samples 1 in N (8)\n";
       return a == "--help" ? 0 : 2;
     }
   }
-  if (from.empty()) {
-    err << "nvmeof_exporter top: --from=URL is required (top on BPF programs of its own is not "
-           "built yet)\n";
-    return 2;
-  }
+  if (from.empty())
+    return RunTopLive(interval, once, json, static_cast<std::uint32_t>(every), mechanism, out,
+                      err);
   auto scrape = [&](std::vector<Sample>* samples) {
     std::string body, error;
     if (!HttpGet(from, 10, &body, &error) || !ParseExposition(body, samples, &error)) {
