@@ -4,6 +4,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
@@ -438,7 +440,9 @@ int RunTopLive(double interval, bool once, bool json, std::uint32_t sample_every
     const double seconds = std::chrono::duration<double>(t1 - t0).count();
     const auto frame = LiveFrame(records, before, after, names, seconds);
     if (json) {
-      PrintTopJson(frame, seconds, out);
+      timespec ts{};
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      PrintTopJson(frame, seconds, out, static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9);
     } else {
       if (!once) out << "\x1b[H\x1b[2J";
       PrintTopText(frame, seconds, out);
