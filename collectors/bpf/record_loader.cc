@@ -82,13 +82,13 @@ class KernelRecordSource : public RecordSource {
   bool Groups(std::vector<RecordGroupCount>* groups,
               std::vector<std::pair<std::uint64_t, std::string>>* names) override {
     if (ncpus_ <= 0) return false;
-    ForEachPerCpu<nvmeof_record_group, std::uint64_t>(
-        bpf_map__fd(skel_->maps.rec_groups), ncpus_, [&](const auto& key, const auto& percpu) {
-          RecordGroupCount g;
-          g.key = key;
-          for (auto v : percpu) g.commands += v;
-          groups->push_back(g);
-        });
+    ForEachPerCpu<nvmeof_record_group, std::uint64_t>(bpf_map__fd(skel_->maps.rec_groups), ncpus_,
+                                                      [&](const auto& key, const auto& percpu) {
+                                                        RecordGroupCount g;
+                                                        g.key = key;
+                                                        for (auto v : percpu) g.commands += v;
+                                                        groups->push_back(g);
+                                                      });
     const int fd = bpf_map__fd(skel_->maps.rec_names);
     std::uint64_t id = 0, next = 0;
     const void* prev = nullptr;

@@ -7,8 +7,8 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -51,8 +51,8 @@ class StopSignals {
 
 constexpr const char* kSizeNames[] = {"", "4KiB", "16KiB", "64KiB", "256KiB", "larger"};
 
-std::string GroupKeyOf(const std::string& role, const std::string& transport,
-                       const std::string& op, const std::string& size, const std::string& device) {
+std::string GroupKeyOf(const std::string& role, const std::string& transport, const std::string& op,
+                       const std::string& size, const std::string& device) {
   return role + " " + transport + " " + op + " " + size + " " + device;
 }
 
@@ -189,9 +189,9 @@ std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,
         auto& st = a.stages[NvmeofStageName(r.role, r.transport, static_cast<std::uint8_t>(prev),
                                             static_cast<std::uint8_t>(p))];
         st.first += 1;
-        st.second += static_cast<double>(r.ts[static_cast<size_t>(p)] -
-                                         r.ts[static_cast<size_t>(prev)]) *
-                     1e-9;
+        st.second +=
+            static_cast<double>(r.ts[static_cast<size_t>(p)] - r.ts[static_cast<size_t>(prev)]) *
+            1e-9;
       }
       prev = p;
     }
@@ -382,8 +382,7 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
   // both roles are recorded together the count is the node's, written to both files.
   const std::uint64_t lost = end[NVMEOF_RCTR_LOST] - start[NVMEOF_RCTR_LOST] +
                              end[NVMEOF_RCTR_INFLIGHT_FULL] - start[NVMEOF_RCTR_INFLIGHT_FULL];
-  const std::uint64_t host_cmds =
-      end[NVMEOF_RCTR_HOST_COMMANDS] - start[NVMEOF_RCTR_HOST_COMMANDS];
+  const std::uint64_t host_cmds = end[NVMEOF_RCTR_HOST_COMMANDS] - start[NVMEOF_RCTR_HOST_COMMANDS];
   const std::uint64_t target_cmds =
       end[NVMEOF_RCTR_TARGET_COMMANDS] - start[NVMEOF_RCTR_TARGET_COMMANDS];
   if (want_host) WriteEnd(host_records, lost, host_out, host_cmds);
@@ -412,9 +411,8 @@ int RunTopLive(double interval, bool once, bool json, std::uint32_t sample_every
   ro.sample_every = sample_every;
   RecordLoad load = LoadRecord(Paths{}, bpf, ro);
   if (!load.source) {
-    err << "nvmeof_exporter top: cannot load the record eBPF programs ("
-        << load.availability.reason << ": " << load.availability.detail
-        << "); --from=URL reads a running exporter instead\n";
+    err << "nvmeof_exporter top: cannot load the record eBPF programs (" << load.availability.reason
+        << ": " << load.availability.detail << "); --from=URL reads a running exporter instead\n";
     return 1;
   }
   using Clock = std::chrono::steady_clock;
@@ -430,8 +428,9 @@ int RunTopLive(double interval, bool once, bool json, std::uint32_t sample_every
     while (!g_stop && Clock::now() < deadline) {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      load.source->Poll(static_cast<int>(std::clamp<long long>(left, 0, 100)),
-                        [&](const nvmeof_record& k) { records.push_back(FromKernel(k, &dropped)); });
+      load.source->Poll(
+          static_cast<int>(std::clamp<long long>(left, 0, 100)),
+          [&](const nvmeof_record& k) { records.push_back(FromKernel(k, &dropped)); });
     }
     std::vector<RecordGroupCount> after;
     names.clear();

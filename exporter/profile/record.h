@@ -63,8 +63,7 @@ struct RecordFile {
 void WriteHeader(const RecordHeader& header, std::ostream& out);
 void WriteRecord(const Record& record, std::ostream& out);
 void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out);
-void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out,
-              std::uint64_t commands);
+void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out, std::uint64_t commands);
 
 // Reads a whole file. On error returns false and sets *error to one line naming the line number
 // and what is wrong ("line 3: truncated record (no newline at end of file)", "version 2 is not

@@ -330,8 +330,7 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
     }
   }
   if (from.empty())
-    return RunTopLive(interval, once, json, static_cast<std::uint32_t>(every), mechanism, out,
-                      err);
+    return RunTopLive(interval, once, json, static_cast<std::uint32_t>(every), mechanism, out, err);
   auto scrape = [&](std::vector<Sample>* samples) {
     std::string body, error;
     if (!HttpGet(from, 10, &body, &error) || !ParseExposition(body, samples, &error)) {

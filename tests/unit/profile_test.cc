@@ -207,10 +207,9 @@ TEST(ProfileJoin, NetworkPerCommandWithClockOffset) {
     const Group& g = rep.joined[0];
     std::vector<std::string> names;
     for (const auto& c : g.components) names.push_back(c.name);
-    EXPECT_EQ(names,
-              (std::vector<std::string>{"block_submit", "driver_submit", "network",
-                                        "target:receive", "target:submit", "target:storage",
-                                        "host_receive", "block_complete"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"block_submit", "driver_submit", "network",
+                                               "target:receive", "target:submit", "target:storage",
+                                               "host_receive", "block_complete"}));
     EXPECT_NEAR(g.components[2].p99, 20e-6, 1e-12);
     EXPECT_NEAR(g.components[5].mean, 30e-6, 1e-12);
   }
@@ -376,18 +375,49 @@ TEST(ProfileTop, FrameFromTwoScrapes) {
 TEST(ProfileTop, HostStagesByControllerWithoutNamespace) {
   const std::string labels = R"(role="host",transport="rdma",op="read",controller="nvme0")";
   const std::string tlabels = R"(role="target",transport="rdma",op="read",nqn="nqn.t")";
-  const auto after = Exposition(
-      "nvmeof_commands_total{" + labels + R"(,nvme_namespace="nvme0n1"} 300)" "\n"
-      "nvmeof_commands_total{" + labels + R"(,nvme_namespace="nvme0n2"} 100)" "\n"
-      "nvmeof_command_latency_seconds_count{" + labels + R"(,nvme_namespace="nvme0n1"} 40)" "\n"
-      "nvmeof_command_latency_seconds_sum{" + labels + R"(,nvme_namespace="nvme0n1"} 0.004)" "\n"
-      "nvmeof_command_latency_seconds_count{" + labels + R"(,nvme_namespace="nvme0n2"} 10)" "\n"
-      "nvmeof_command_latency_seconds_sum{" + labels + R"(,nvme_namespace="nvme0n2"} 0.001)" "\n"
-      "nvmeof_stage_latency_seconds_count{" + labels + R"(,stage="block_submit"} 50)" "\n"
-      "nvmeof_stage_latency_seconds_sum{" + labels + R"(,stage="block_submit"} 0.001)" "\n"
-      "nvmeof_commands_total{" + tlabels + R"(,nvmet_port="1"} 400)" "\n"
-      "nvmeof_stage_latency_seconds_count{" + tlabels + R"(,stage="storage"} 50)" "\n"
-      "nvmeof_stage_latency_seconds_sum{" + tlabels + R"(,stage="storage"} 0.0025)" "\n");
+  const auto after = Exposition("nvmeof_commands_total{" + labels +
+                                R"(,nvme_namespace="nvme0n1"} 300)"
+                                "\n"
+                                "nvmeof_commands_total{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n2"} 100)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_count{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n1"} 40)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_sum{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n1"} 0.004)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_count{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n2"} 10)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_sum{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n2"} 0.001)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_count{" +
+                                labels +
+                                R"(,stage="block_submit"} 50)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_sum{" +
+                                labels +
+                                R"(,stage="block_submit"} 0.001)"
+                                "\n"
+                                "nvmeof_commands_total{" +
+                                tlabels +
+                                R"(,nvmet_port="1"} 400)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_count{" +
+                                tlabels +
+                                R"(,stage="storage"} 50)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_sum{" +
+                                tlabels +
+                                R"(,stage="storage"} 0.0025)"
+                                "\n");
   const auto frame = TopFrame({}, after, 1.0);
   ASSERT_EQ(frame.size(), 2u);
   const TopGroup* host = frame[0].role == "host" ? &frame[0] : &frame[1];
@@ -417,8 +447,8 @@ nvmeof_record KernelHostRecord(std::uint16_t cid, std::uint64_t t) {
   std::snprintf(k.disk, sizeof k.disk, "nvme0c0n1");
   std::snprintf(k.nqn, sizeof k.nqn, "nqn.t");
   // alloc, setup +1us, posted +2us, (sent), response +12us, complete +13us, end +14us
-  const std::uint64_t ts[NVMEOF_HP_COUNT] = {t, t + 1000, t + 2000, 0, t + 12000, t + 13000,
-                                             t + 14000};
+  const std::uint64_t ts[NVMEOF_HP_COUNT] = {t,         t + 1000,  t + 2000, 0,
+                                             t + 12000, t + 13000, t + 14000};
   for (int i = 0; i < NVMEOF_HP_COUNT; ++i) k.ts[i] = ts[i];
   return k;
 }

@@ -5,15 +5,17 @@
 # compared with the exporter's estimate on the same commands, its counts with fio's) and one of
 # 1 in RECORD_S (deterministic sampling: host and target must pick the same commands). They span
 # four fio jobs of IOS I/Os at queue depth 1: per transport a 4 KiB randread and a 16 KiB
-# randwrite, each between two scrapes. Then `report` joins each pair. Last, `top
-# --format=json` (its own object) runs during a time-based randread. check_record.py checks it.
+# randwrite, each between two scrapes. Then `report` joins each pair. `top --format=json` (its
+# own object) runs from the start, and last during a time-based randread. check_record.py
+# checks it all.
 . /opt/vm/lib.sh
 conf SCENARIO record
-IOS=${IOS:-1000}
+IOS=${IOS:-500}
 RECORD_S=${RECORD_S:-4}
 conf IOS "$IOS"
 conf RECORD_S "$RECORD_S"
 conf KERNEL "$(uname -r)"
+conf CPU "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" # "QEMU TCG CPU ..." under TCG
 EXPORTER_START_TIMEOUT=180
 load_modules
 setup_net || die "network/rxe setup"
@@ -42,6 +44,12 @@ wait_for() { # LOG PID WHAT
 		sleep 0.5
 	done
 }
+# top starts with the recordings (its programs load meanwhile): frames every TOP_INTERVAL s as
+# JSON lines, until the end.
+TOP_INTERVAL=3
+conf TOP_INTERVAL $TOP_INTERVAL
+$EXPORTER top --format=json --interval=$TOP_INTERVAL -s "$RECORD_S" >"$R/top.jsonl" 2>"$R/top.log" &
+TOP_PID=$!
 mark record_start
 $EXPORTER record --role=both -s 1 -o "$R/all" 2>"$R/record-all.log" &
 ALL_PID=$!
@@ -75,17 +83,13 @@ done
 $EXPORTER report --detail "$R/sampled.host.jsonl" "$R/sampled.target.jsonl" >"$R/report-sampled.txt" 2>&1
 mark report_done
 
-# top on its own programs: frames every TOP_INTERVAL s as JSON lines; once the first frame is
-# out (programs loaded), a time-based randread runs. A frame that lies inside fio's run (frames
-# carry their CLOCK_MONOTONIC end, /proc/uptime here) is compared with fio's IOPS.
-TOP_INTERVAL=3
-conf TOP_INTERVAL $TOP_INTERVAL
-$EXPORTER top --format=json --interval=$TOP_INTERVAL -s "$RECORD_S" >"$R/top.jsonl" 2>"$R/top.log" &
-TOP_PID=$!
-deadline 240
+# top: once it printed a frame (programs loaded), a time-based randread runs. The frames that
+# lie inside fio's run (frames carry their CLOCK_MONOTONIC end, /proc/uptime here) are compared
+# with fio's IOPS log.
+deadline 120
 until [ -s "$R/top.jsonl" ]; do
 	[ -d /proc/$TOP_PID ] || { cat "$R/top.log"; die "top exited at start"; }
-	before_deadline || die "top printed no frame after 240 s"
+	before_deadline || die "top printed no frame"
 	sleep 0.5
 done
 mark top_ready
