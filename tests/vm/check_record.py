@@ -18,7 +18,8 @@ randwrite, IOS I/Os each at queue depth 1); `report` joined each host/target pai
     mean - target residence mean, as the recording rules) within 10%. Asserted under KVM; under
     TCG printed as a `warn` line when outside (see exporter_network's caller).
 Then top: the frames wholly inside a time-based randread show the host and target rdma read
-groups, with commands/s within 10% of fio's IOPS log over the same window, and the frames
+groups, with commands/s within 10% of fio's rate over the same window (the disk's completed
+reads), and the frames
 from fio's start on counted fio's I/Os (1%).
 """
 import json
@@ -198,9 +199,10 @@ class RecordChecks:
         if not self.check('fio_start' in times and 'fio_end' in times and frames,
                           'top frames and fio times present', str(times)):
             return
-        # Frames wholly inside fio's run (0.5 s margins) against fio's own IOPS log over the
-        # same window: under TCG the rate swings by a factor of 5 within seconds, so only the
-        # same window compares. Log times are ms since fio's start (fio_start, within ~0.1 s).
+        # Frames wholly inside fio's run (0.5 s margins) against fio's I/Os over the same
+        # window, counted by the kernel (the disk's completed reads, sampled every 0.2 s on the
+        # frames' clock and interpolated): under TCG the rate swings by a factor of 5 within
+        # seconds, so only the same window compares.
         lo, hi = times['fio_start'] + 0.5, times['fio_end'] - 0.5
         inside = [f for f in frames if f.get('at_monotonic_seconds') is not None and
                   f['at_monotonic_seconds'] - f['interval_seconds'] >= lo and f['at_monotonic_seconds'] <= hi]
@@ -209,27 +211,41 @@ class RecordChecks:
                                                          for f in frames])):
             return
         self.check(self.read_text('top-exit-code') == '0', 'top exited 0 on SIGINT', self.read_text('top.log'))
-        log = []
-        path = os.path.join(self.dir, 'top_iops.1.log')
+        stat = []
+        path = os.path.join(self.dir, 'top-stat.txt')
         if os.path.exists(path):
             for line in open(path):
-                parts = [x.strip() for x in line.split(',')]
-                if len(parts) >= 2 and parts[0].isdigit():
-                    log.append((int(parts[0]) / 1000.0, float(parts[1])))
-        if not self.check(log, 'fio IOPS log present', path):
+                parts = line.split()
+                if len(parts) >= 2:
+                    try:
+                        stat.append((float(parts[0]), int(parts[1])))
+                    except ValueError:
+                        pass
+        if not self.check(len(stat) > 2, 'block stats sampled during fio', path):
             return
-        step = log[1][0] - log[0][0] if len(log) > 1 else 0.1
+
+        def reads_at(t):
+            for (t0, r0), (t1, r1) in zip(stat, stat[1:]):
+                if t0 <= t <= t1:
+                    return r0 + (r1 - r0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
+            return None
+
+        start = min(f['at_monotonic_seconds'] - f['interval_seconds'] for f in inside)
+        end = max(f['at_monotonic_seconds'] for f in inside)
+        r0, r1 = reads_at(start), reads_at(end)
+        if not self.check(r0 is not None and r1 is not None, 'block stats cover the frames',
+                          '%s..%s, stats %s..%s' % (start, end, stat[0][0], stat[-1][0])):
+            return
+        fio_rate = (r1 - r0) / (end - start)
+        job = json.load(open(os.path.join(self.dir, 'fio-top.json')))['jobs'][0]['read']
+        print('info top window %.1f..%.1f s: %.0f reads completed, %.1f/s; fio\'s IOPS over its whole run %.1f'
+              % (start, end, r1 - r0, fio_rate, job['iops']))
 
         def group(frame, role):
             g = [x for x in frame['groups'] if x['role'] == role and x['transport'] == 'rdma'
                  and x['op'] == 'read' and x['size'] == '4KiB']
             return g[0] if len(g) == 1 else None
 
-        start = min(f['at_monotonic_seconds'] - f['interval_seconds'] for f in inside)
-        end = max(f['at_monotonic_seconds'] for f in inside)
-        fio_ios = sum(v * step for t, v in log
-                      if start < t + times['fio_start'] <= end + 1e-9)
-        fio_rate = fio_ios / (end - start)
         for role in ('host', 'target'):
             groups = [group(f, role) for f in inside]
             if not self.check(all(groups), 'top frames inside fio have the %s rdma read 4KiB group' % role,
@@ -243,13 +259,12 @@ class RecordChecks:
             rate = sum(g['commands_per_second'] * f['interval_seconds'] for g, f in zip(groups, inside)) / \
                 sum(f['interval_seconds'] for f in inside)
             self.within(rate, fio_rate, 0.10,
-                        'top %s rdma read: %.1f commands/s over %d frame(s) inside fio == fio\'s IOPS %.1f '
+                        'top %s rdma read: %.1f commands/s over %d frame(s) inside fio == fio\'s %.1f I/Os/s '
                         'in that window (10%%)' % (role, rate, len(inside), fio_rate))
             # Every command is counted: the frames from fio's start on saw fio's I/Os (top ran
             # from the recordings on; the last rdma read before this fio was jobs earlier).
             total = sum(g['commands_per_second'] * f['interval_seconds']
                         for f in frames if f.get('at_monotonic_seconds', 0) >= times['fio_start']
                         for g in [group(f, role)] if g)
-            job = json.load(open(os.path.join(self.dir, 'fio-top.json')))['jobs'][0]['read']
             self.within(total, job['total_ios'], 0.01, 'top %s: all frames counted %.0f commands == fio\'s %d I/Os'
                         % (role, total, job['total_ios']))

@@ -85,7 +85,7 @@ mark report_done
 
 # top: once it printed a frame (programs loaded), a time-based randread runs. The frames that
 # lie inside fio's run (frames carry their CLOCK_MONOTONIC end, /proc/uptime here) are compared
-# with fio's IOPS log.
+# with the disk's completed reads over the same window.
 deadline 120
 until [ -s "$R/top.jsonl" ]; do
 	[ -d /proc/$TOP_PID ] || { cat "$R/top.log"; die "top exited at start"; }
@@ -93,11 +93,16 @@ until [ -s "$R/top.jsonl" ]; do
 	sleep 0.5
 done
 mark top_ready
+# The disk's completed reads (block stats, field 1) every 0.2 s on the same clock as the frames:
+# fio's I/Os in any frame's window.
+(while :; do echo "$(now) $(cat /sys/block/${RDMA_DEV#/dev/}/stat)"; sleep 0.2; done) >"$R/top-stat.txt" &
+STAT_PID=$!
 echo "fio_start $(now)" >"$R/top-times.txt"
 fio --name=top --filename="$RDMA_DEV" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
 	--iodepth=1 --size=256m --runtime=$((TOP_INTERVAL * 4)) --time_based \
-	--write_iops_log="$R/top" --log_avg_msec=100 --output-format=json --output="$R/fio-top.json" || fail "fio top"
+	--output-format=json --output="$R/fio-top.json" || fail "fio top"
 echo "fio_end $(now)" >>"$R/top-times.txt"
+kill $STAT_PID
 kill -INT $TOP_PID
 wait $TOP_PID
 echo "$?" >"$R/top-exit-code"
