@@ -166,7 +166,14 @@ class RecordChecks:
             ', '.join('%s=%.1fus' % (c['name'], c['mean_seconds'] * 1e6) for c in joined['components'])))
         if every != 1:
             return
-        est = self.exporter_network(transport, op, self.metrics(name + '-before'), self.metrics(name + '-after'))
+        # The recordings and top ran beside the exporter: its exact counts are still fio's.
+        before, after = self.metrics(name + '-before'), self.metrics(name + '-after')
+        for role in ('host', 'target'):
+            cmds = self.counter_delta(before, after, 'nvmeof_commands_total',
+                                      dict(role=role, transport=transport, op=op))
+            self.within(cmds, ios, 0.01, '%s exporter %s nvmeof_commands_total rose by fio\'s %d I/Os'
+                        % (name, role, ios))
+        est = self.exporter_network(transport, op, before, after)
         if self.check(est is not None and est > 0, '%s exporter network estimate present and > 0' % name,
                       str(est)):
             ok = abs(net['mean_seconds'] - est) <= 0.10 * est
