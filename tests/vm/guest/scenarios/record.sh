@@ -27,6 +27,7 @@ connect rdma 4420 nqn.2024-01.io.nvmeof-exporter:vm-rec-rdma || die "nvme connec
 conf RDMA_CONTROLLER "$CTRL"
 conf RDMA_DEV "$DEV"
 RDMA_DEV=$DEV
+RDMA_CONTROLLER=$CTRL
 connect tcp 4421 nqn.2024-01.io.nvmeof-exporter:vm-rec-tcp || die "nvme connect tcp"
 conf TCP_CONTROLLER "$CTRL"
 conf TCP_DEV "$DEV"
@@ -93,9 +94,12 @@ until [ -s "$R/top.jsonl" ]; do
 	sleep 0.5
 done
 mark top_ready
-# The disk's completed reads (block stats, field 1) every 0.2 s on the same clock as the frames:
-# fio's I/Os in any frame's window.
-(while :; do echo "$(now) $(cat /sys/block/${RDMA_DEV#/dev/}/stat)"; sleep 0.2; done) >"$R/top-stat.txt" &
+# The namespace's completed reads (block stats, field 1) every 0.2 s on the same clock as the
+# frames: fio's I/Os in any frame's window. The controller's own disk (nvme0c0n1 with native
+# multipath): the multipath head nvme0n1 keeps no stats.
+STAT=$(ls -d /sys/class/nvme/$RDMA_CONTROLLER/nvme*n1 | head -n 1)/stat
+conf TOP_STAT "$STAT"
+(while :; do echo "$(now) $(cat "$STAT")"; sleep 0.2; done) >"$R/top-stat.txt" &
 STAT_PID=$!
 echo "fio_start $(now)" >"$R/top-times.txt"
 fio --name=top --filename="$RDMA_DEV" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
