@@ -180,10 +180,12 @@ class RecordChecks:
             what = ('%s joined network mean %.1f us == exporter estimate %.1f us (10%%): %+.1f%%'
                     % (name, net['mean_seconds'] * 1e6, est * 1e6, 100 * (net['mean_seconds'] / est - 1)))
             if self.tcg() and not ok:
-                # Both time the same commands on the same hooks, one program after the other;
-                # under TCG on a loaded host a vCPU thread is descheduled for milliseconds between
-                # the two programs often enough to move means of heavy-tailed spans by 10-20%.
-                # Measured, printed, not asserted; under KVM it is asserted.
+                # Both time the same commands on the same hooks, the exporter's program first. Where
+                # a hook is the exporter's last for the command (6.1 NVMe/TCP target:
+                # nvmet_req_complete, no response hook) it adds the spans to its histograms there,
+                # which under TCG takes hundreds of us, and the record's stamp lands that much
+                # later (measured: +470 us on done, -180 us on setup; network -17..-23%). Native
+                # or under KVM that is a few us. Measured, printed, not asserted under TCG.
                 print('warn %s (TCG: not asserted)' % what)
             else:
                 self.check(ok, what)
@@ -206,18 +208,11 @@ class RecordChecks:
         if not self.check('fio_start' in times and 'fio_end' in times and frames,
                           'top frames and fio times present', str(times)):
             return
-        # Frames wholly inside fio's run (0.5 s margins) against fio's I/Os over the same
-        # window, counted by the kernel (the disk's completed reads, sampled every 0.2 s on the
-        # frames' clock and interpolated): under TCG the rate swings by a factor of 5 within
-        # seconds, so only the same window compares.
-        lo, hi = times['fio_start'] + 0.5, times['fio_end'] - 0.5
-        inside = [f for f in frames if f.get('at_monotonic_seconds') is not None and
-                  f['at_monotonic_seconds'] - f['interval_seconds'] >= lo and f['at_monotonic_seconds'] <= hi]
-        if not self.check(inside, 'a top frame lies inside fio\'s run',
-                          'fio %s; frames %s' % (times, [(f.get('at_monotonic_seconds'), f['interval_seconds'])
-                                                         for f in frames])):
-            return
         self.check(self.read_text('top-exit-code') == '0', 'top exited 0 on SIGINT', self.read_text('top.log'))
+        # fio's I/Os counted by the kernel: the namespace's completed reads, sampled every 0.2 s
+        # on the frames' clock and interpolated. Under TCG the rate swings by a factor of 5
+        # within seconds, so only the same window compares; and fio starts issuing up to
+        # seconds after the shell started it, so its window is where the count moves.
         stat = []
         path = os.path.join(self.dir, 'top-stat.txt')
         if os.path.exists(path):
@@ -228,7 +223,14 @@ class RecordChecks:
                         stat.append((float(parts[0]), int(parts[1])))
                     except ValueError:
                         pass
-        if not self.check(len(stat) > 2, 'block stats sampled during fio', path):
+        moving = [i for i in range(1, len(stat)) if stat[i][1] > stat[i - 1][1]]
+        if not self.check(moving, 'block stats moved during fio', path):
+            return
+        lo, hi = stat[moving[0] - 1][0], stat[moving[-1]][0]
+        inside = [f for f in frames if f.get('at_monotonic_seconds') is not None and
+                  f['at_monotonic_seconds'] - f['interval_seconds'] >= lo and f['at_monotonic_seconds'] <= hi]
+        if not self.check(inside, 'a top frame lies inside fio\'s I/O (%.1f..%.1f s)' % (lo, hi),
+                          'frames %s' % [(f.get('at_monotonic_seconds'), f['interval_seconds']) for f in frames]):
             return
 
         def reads_at(t):
@@ -240,9 +242,6 @@ class RecordChecks:
         start = min(f['at_monotonic_seconds'] - f['interval_seconds'] for f in inside)
         end = max(f['at_monotonic_seconds'] for f in inside)
         r0, r1 = reads_at(start), reads_at(end)
-        if not self.check(r0 is not None and r1 is not None, 'block stats cover the frames',
-                          '%s..%s, stats %s..%s' % (start, end, stat[0][0], stat[-1][0])):
-            return
         fio_rate = (r1 - r0) / (end - start)
         job = json.load(open(os.path.join(self.dir, 'fio-top.json')))['jobs'][0]['read']
         print('info top window %.1f..%.1f s: %.0f reads completed, %.1f/s; fio\'s IOPS over its whole run %.1f'
