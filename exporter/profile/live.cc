@@ -49,7 +49,9 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
-constexpr const char* kSizeNames[] = {"", "4KiB", "16KiB", "64KiB", "256KiB", "larger"};
+// The largest size of each class of nvmeof_record_group.size (1-based, as record.bpf.c's
+// size_class()), so SizeClass() names it as it names a record's bytes.
+constexpr std::uint64_t kSizeClassBytes[] = {0, 4096, 16384, 65536, 262144, 262145};
 
 std::string GroupKeyOf(const std::string& role, const std::string& transport, const std::string& op,
                        const std::string& size, const std::string& device) {
@@ -173,7 +175,7 @@ std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,
       if (id == now.key.id) device = name;
     const auto& k = now.key;
     get(k.role == NVMEOF_ROLE_HOST ? "host" : "target", TransportName(k.trtype), OpName(k.opcode),
-        k.size < 6 ? kSizeNames[k.size] : "", device)
+        k.size >= 1 && k.size <= 5 ? SizeClass(kSizeClassBytes[k.size]) : "", device)
         .commands += delta;
   }
   for (const auto& r : records) {
