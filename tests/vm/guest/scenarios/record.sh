@@ -40,7 +40,7 @@ EXPORTER_ARGS="--config.file=/tmp/record-exporter.yml" start_exporter || die "ex
 wait_for() { # LOG PID WHAT
 	deadline 240
 	until grep -q 'recording' "$1" 2>/dev/null; do
-		[ -d /proc/$2 ] || { cat "$1"; die "$3 exited at start"; }
+		[ -d "/proc/$2" ] || { cat "$1"; die "$3 exited at start"; }
 		before_deadline || die "$3 not ready after 240 s"
 		sleep 0.5
 	done
