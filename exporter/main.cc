@@ -15,6 +15,7 @@
 #include "collectors/bpf.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
+#include "exporter/profile/live.h"
 #include "exporter/profile/report.h"
 #include "exporter/profile/top.h"
 #include "exporter/scraper.h"
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
   // Offline subcommands with their own flags: no collectors, no config.
   if (argc >= 2 && std::string_view(argv[1]) == "report")
     return nvmeof::profile::RunReport(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                      std::cerr);
+  if (argc >= 2 && std::string_view(argv[1]) == "record")
+    return nvmeof::profile::RunRecord(std::vector<std::string>(argv + 2, argv + argc), std::cout,
                                       std::cerr);
   if (argc >= 2 && std::string_view(argv[1]) == "top")
     return nvmeof::profile::RunTop(std::vector<std::string>(argv + 2, argv + argc), std::cout,

@@ -1,6 +1,7 @@
 // Built instead of the loaders when NVMEOF_BPF=OFF: the bpf collector reports why it is off.
 #include "collectors/bpf/block.h"
 #include "collectors/bpf/nvmeof.h"
+#include "collectors/bpf/record_source.h"
 
 namespace nvmeof {
 namespace {
@@ -16,6 +17,10 @@ BlockLoad LoadBlock(const Paths&, const BpfOptions&, bool) {
 }
 
 NvmeofLoad LoadNvmeof(const Paths&, const BpfOptions&, bool) {
+  return {DisabledAtBuild(), {}, nullptr};
+}
+
+RecordLoad LoadRecord(const Paths&, const BpfOptions&, const RecordOptions&) {
   return {DisabledAtBuild(), {}, nullptr};
 }
 

@@ -322,6 +322,12 @@ void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out) {
   out << "{\"end\":true,\"records\":" << records << ",\"lost\":" << lost << "}\n";
 }
 
+void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out,
+              std::uint64_t commands) {
+  out << "{\"end\":true,\"records\":" << records << ",\"lost\":" << lost
+      << ",\"commands\":" << commands << "}\n";
+}
+
 bool ReadRecords(std::istream& in, RecordFile* file, std::string* error) {
   *file = RecordFile{};
   std::string line;
@@ -350,7 +356,8 @@ bool ReadRecords(std::istream& in, RecordFile* file, std::string* error) {
     if (Get<bool>(o, "end")) {
       std::uint64_t records = 0;
       if (!Field<std::uint64_t>(o, "records", true, &records, &why) ||
-          !Field<std::uint64_t>(o, "lost", true, &file->lost, &why))
+          !Field<std::uint64_t>(o, "lost", true, &file->lost, &why) ||
+          !Field<std::uint64_t>(o, "commands", false, &file->commands, &why))
         return fail("end line: " + why);
       if (records != file->records.size())
         return fail("end line says " + std::to_string(records) + " records, the file has " +

@@ -4,7 +4,10 @@
 //             "mechanism":"fentry","sample_every":8,"clock":"CLOCK_MONOTONIC"}
 //   then     one object per sampled command (Record below; "ts" holds every point's timestamp in
 //            ns of the header's clock, 0 = the command did not pass that point)
-//   last     optionally {"end":true,"records":N,"lost":L}: records the ring buffer dropped.
+//   last     optionally {"end":true,"records":N,"lost":L,"commands":C}: L records the kernel
+//            dropped (ring buffer or in-flight table full), C (optional) every command of the
+//            file's role that completed during the recording, sampled or not. Readers ignore
+//            keys they do not know, so optional keys need no version bump.
 //
 // Pure userspace: no BPF, no I/O beyond the stream it is given; the reader never throws.
 #pragma once
@@ -52,13 +55,15 @@ struct RecordFile {
   RecordHeader header;
   std::vector<Record> records;
   bool has_end = false;
-  std::uint64_t lost = 0;  // from the end line
+  std::uint64_t lost = 0;      // from the end line
+  std::uint64_t commands = 0;  // from the end line; 0 = not given
 };
 
 // Writes the header line / one record line / the end line (each ends in '\n').
 void WriteHeader(const RecordHeader& header, std::ostream& out);
 void WriteRecord(const Record& record, std::ostream& out);
 void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out);
+void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out, std::uint64_t commands);
 
 // Reads a whole file. On error returns false and sets *error to one line naming the line number
 // and what is wrong ("line 3: truncated record (no newline at end of file)", "version 2 is not

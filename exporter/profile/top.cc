@@ -10,6 +10,7 @@
 #include "bpf/nvmeof_maps.h"
 #include "collectors/bpf/nvmeof.h"
 #include "exporter/profile/http_get.h"
+#include "exporter/profile/live.h"
 #include "exporter/profile/text.h"
 
 namespace nvmeof::profile {
@@ -34,9 +35,30 @@ std::string Label(const Sample& s, const std::string_view (&names)[N]) {
   return "";
 }
 
-std::string GroupKey(const Sample& s) {
+constexpr std::string_view kNamespaceLabels[] = {"device", "disk", "nvme_namespace", "namespace"};
+constexpr std::string_view kControllerLabels[] = {"controller"};
+
+// With bpf.stage_detail=controller (the default since 1.0's stage series), host stage series
+// carry the controller but no namespace: then every host series is grouped by controller, so
+// stage rows and the per-namespace command series meet in one group.
+bool HostStagesByController(const std::vector<Sample>& samples) {
+  for (const auto& s : samples) {
+    if (s.name.rfind("nvmeof_stage_latency_seconds_", 0) != 0) continue;
+    if (Label(s, kRoleLabels) == "host" && Label(s, kNamespaceLabels).empty() &&
+        !Label(s, kControllerLabels).empty())
+      return true;
+  }
+  return false;
+}
+
+std::string DeviceOf(const Sample& s, bool by_controller) {
+  if (by_controller && Label(s, kRoleLabels) == "host") return Label(s, kControllerLabels);
+  return Label(s, kDeviceLabels);
+}
+
+std::string GroupKey(const Sample& s, bool by_controller) {
   return Label(s, kRoleLabels) + " " + Label(s, kTransportLabels) + " " + Label(s, kOpLabels) +
-         " " + Label(s, kSizeLabels) + " " + Label(s, kDeviceLabels);
+         " " + Label(s, kSizeLabels) + " " + DeviceOf(s, by_controller);
 }
 
 struct Acc {
@@ -46,14 +68,14 @@ struct Acc {
   std::map<std::string, std::pair<double, double>> stages;  // count, sum
 };
 
-std::map<std::string, Acc> Accumulate(const std::vector<Sample>& samples) {
+std::map<std::string, Acc> Accumulate(const std::vector<Sample>& samples, bool by_controller) {
   std::map<std::string, Acc> out;
   for (const auto& s : samples) {
     const bool commands = s.name == "nvmeof_commands_total";
     const bool e2e = s.name.rfind("nvmeof_command_latency_seconds_", 0) == 0;
     const bool stage = s.name.rfind("nvmeof_stage_latency_seconds_", 0) == 0;
     if (!commands && !e2e && !stage) continue;
-    Acc& a = out[GroupKey(s)];
+    Acc& a = out[GroupKey(s, by_controller)];
     if (a.any.name.empty()) a.any = s;
     const std::string suffix = s.name.substr(s.name.rfind('_') + 1);
     if (commands) {
@@ -169,8 +191,9 @@ double BucketQuantile(double q, const std::vector<std::pair<double, double>>& bu
 
 std::vector<TopGroup> TopFrame(const std::vector<Sample>& before, const std::vector<Sample>& after,
                                double seconds) {
-  const auto a = Accumulate(before);
-  const auto b = Accumulate(after);
+  const bool by_controller = HostStagesByController(after) || HostStagesByController(before);
+  const auto a = Accumulate(before, by_controller);
+  const auto b = Accumulate(after, by_controller);
   std::vector<TopGroup> out;
   for (const auto& [key, now] : b) {
     const Acc empty;
@@ -181,7 +204,7 @@ std::vector<TopGroup> TopFrame(const std::vector<Sample>& before, const std::vec
     g.transport = Label(now.any, kTransportLabels);
     g.op = Label(now.any, kOpLabels);
     g.size = Label(now.any, kSizeLabels);
-    g.device = Label(now.any, kDeviceLabels);
+    g.device = DeviceOf(now.any, by_controller);
     const double commands = Delta(old.commands, now.commands);
     g.commands_per_second = seconds > 0 ? commands / seconds : 0;
     g.sampled = Delta(old.count, now.count);
@@ -239,8 +262,11 @@ void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostr
   }
 }
 
-void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out) {
-  out << "{\"interval_seconds\":" << JsonNumber(seconds) << ",\"groups\":[";
+void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out,
+                  double at) {
+  out << "{\"interval_seconds\":" << JsonNumber(seconds);
+  if (!std::isnan(at)) out << ",\"at_monotonic_seconds\":" << JsonNumber(at);
+  out << ",\"groups\":[";
   for (size_t i = 0; i < groups.size(); ++i) {
     const TopGroup& g = groups[i];
     out << (i ? "," : "") << "{\"role\":" << JsonString(g.role)
@@ -265,7 +291,11 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
   std::string from;
   bool once = false, json = false;
   double interval = 2;
-  for (const auto& a : args) {
+  std::uint64_t every = 8;
+  std::string mechanism = "auto";
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if ((a == "-s" || a == "--sample-every") && i + 1 < args.size()) a += "=" + args[++i];
     if (a.rfind("--from=", 0) == 0) {
       from = a.substr(7);
     } else if (a == "--once") {
@@ -282,17 +312,25 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
             << "\" is not a number of seconds in (0, 3600]\n";
         return 2;
       }
+    } else if (a.rfind("-s=", 0) == 0 || a.rfind("--sample-every=", 0) == 0) {
+      const std::string v = a.substr(a.find('=') + 1);
+      char* end = nullptr;
+      every = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end || every == 0 || every > (1u << 20)) {
+        err << "nvmeof_exporter top: -s: \"" << v << "\" is not a whole number in [1, 2^20]\n";
+        return 2;
+      }
+    } else if (a.rfind("--bpf.mechanism=", 0) == 0) {
+      mechanism = a.substr(16);
     } else {
-      err << "usage: nvmeof_exporter top --from=http://HOST:PORT[/metrics] [--once] "
-             "[--interval=SECONDS] [--format=json]\n";
+      err << "usage: nvmeof_exporter top [--from=http://HOST:PORT[/metrics]] [--once] "
+             "[--interval=SECONDS] [--format=json] [-s=N] [--bpf.mechanism=M]\n"
+             "  without --from: loads its own eBPF programs (root), samples 1 in N (8)\n";
       return a == "--help" ? 0 : 2;
     }
   }
-  if (from.empty()) {
-    err << "nvmeof_exporter top: --from=URL is required (top on BPF programs of its own is not "
-           "built yet)\n";
-    return 2;
-  }
+  if (from.empty())
+    return RunTopLive(interval, once, json, static_cast<std::uint32_t>(every), mechanism, out, err);
   auto scrape = [&](std::vector<Sample>* samples) {
     std::string body, error;
     if (!HttpGet(from, 10, &body, &error) || !ParseExposition(body, samples, &error)) {

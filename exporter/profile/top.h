@@ -4,6 +4,7 @@
 // keeps working across label renames.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <ostream>
 #include <string>
@@ -44,7 +45,9 @@ std::vector<TopGroup> TopFrame(const std::vector<Sample>& before, const std::vec
 double BucketQuantile(double q, const std::vector<std::pair<double, double>>& buckets);
 
 void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostream& out);
-void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out);
+// at: when the frame ended, in CLOCK_MONOTONIC seconds ("at_monotonic_seconds"; NaN: left out).
+void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out,
+                  double at = NAN);
 
 // `top --from=URL [--once] [--interval=SECONDS] [--format=json]` (args exclude "top").
 int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

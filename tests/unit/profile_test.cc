@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "exporter/profile/live.h"
 #include "exporter/profile/record.h"
 #include "exporter/profile/report.h"
 #include "exporter/profile/top.h"
@@ -182,9 +184,10 @@ Pair Synthetic(int n, std::int64_t offset) {
   p.target.header = Header("target");
   for (int i = 0; i < n; ++i) {
     const std::uint64_t t = 10'000'000 + static_cast<std::uint64_t>(i) * 100'000;
-    // target residence = 3 us + storage 30 us; host wait = residence + 20 us
+    // target residence (received -> nvmet_req_complete) = 2 us + storage 30 us; host wait =
+    // residence + 20 us. The target's response stage after it is the network's.
     p.host.records.push_back(
-        HostRec(static_cast<std::uint32_t>(i % 4), static_cast<std::uint64_t>(i), t, 53'000));
+        HostRec(static_cast<std::uint32_t>(i % 4), static_cast<std::uint64_t>(i), t, 52'000));
     p.target.records.push_back(TargetRec(
         static_cast<std::uint32_t>(i % 4), static_cast<std::uint64_t>(i),
         static_cast<std::uint64_t>(static_cast<std::int64_t>(t) + 10'000 + offset), 30'000));
@@ -204,10 +207,9 @@ TEST(ProfileJoin, NetworkPerCommandWithClockOffset) {
     const Group& g = rep.joined[0];
     std::vector<std::string> names;
     for (const auto& c : g.components) names.push_back(c.name);
-    EXPECT_EQ(names,
-              (std::vector<std::string>{"block_submit", "driver_submit", "network",
-                                        "target:receive", "target:submit", "target:storage",
-                                        "target:response", "host_receive", "block_complete"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"block_submit", "driver_submit", "network",
+                                               "target:receive", "target:submit", "target:storage",
+                                               "host_receive", "block_complete"}));
     EXPECT_NEAR(g.components[2].p99, 20e-6, 1e-12);
     EXPECT_NEAR(g.components[5].mean, 30e-6, 1e-12);
   }
@@ -218,13 +220,13 @@ TEST(ProfileJoin, ReorderedDuplicatesAndCidReuse) {
   // Reorder the target file; the same (qid, cid, slba, nlb) reused 0.5 s later with another
   // network time; a duplicate target record; an unmatched host record outside the target span.
   std::reverse(p.target.records.begin(), p.target.records.end());
-  Record h = HostRec(1, 5, 510'000'000, 83'000);  // 50 us network
+  Record h = HostRec(1, 5, 510'000'000, 82'000);  // 50 us network
   Record t = TargetRec(1, 5, 510'000'000 + 10'000 + 777'000'000, 30'000);
   p.host.records.push_back(h);
   p.target.records.insert(p.target.records.begin() + 7, t);
   p.target.records.push_back(p.target.records[3]);                    // duplicate
-  p.host.records.push_back(HostRec(2, 999, 90'000'000'000, 53'000));  // 90 s later
-  p.host.records.push_back(HostRec(3, 12345, 12'000'000, 53'000));    // not sampled there
+  p.host.records.push_back(HostRec(2, 999, 90'000'000'000, 52'000));  // 90 s later
+  p.host.records.push_back(HostRec(3, 12345, 12'000'000, 52'000));    // not sampled there
   const Report rep = BuildReport(p.host, &p.target);
   const JoinResult& j = *rep.join;
   EXPECT_EQ(j.host_records, 43u);
@@ -366,6 +368,157 @@ TEST(ProfileTop, FrameFromTwoScrapes) {
   std::ostringstream json;
   PrintTopJson(frame, 2.0, json);
   EXPECT_NE(json.str().find("\"commands_per_second\":1000"), std::string::npos) << json.str();
+}
+
+// Stage series with bpf.stage_detail=controller: host stages carry the controller and no
+// namespace; the command series keep nvme_namespace. One group per controller.
+TEST(ProfileTop, HostStagesByControllerWithoutNamespace) {
+  const std::string labels = R"(role="host",transport="rdma",op="read",controller="nvme0")";
+  const std::string tlabels = R"(role="target",transport="rdma",op="read",nqn="nqn.t")";
+  const auto after = Exposition("nvmeof_commands_total{" + labels +
+                                R"(,nvme_namespace="nvme0n1"} 300)"
+                                "\n"
+                                "nvmeof_commands_total{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n2"} 100)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_count{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n1"} 40)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_sum{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n1"} 0.004)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_count{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n2"} 10)"
+                                "\n"
+                                "nvmeof_command_latency_seconds_sum{" +
+                                labels +
+                                R"(,nvme_namespace="nvme0n2"} 0.001)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_count{" +
+                                labels +
+                                R"(,stage="block_submit"} 50)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_sum{" +
+                                labels +
+                                R"(,stage="block_submit"} 0.001)"
+                                "\n"
+                                "nvmeof_commands_total{" +
+                                tlabels +
+                                R"(,nvmet_port="1"} 400)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_count{" +
+                                tlabels +
+                                R"(,stage="storage"} 50)"
+                                "\n"
+                                "nvmeof_stage_latency_seconds_sum{" +
+                                tlabels +
+                                R"(,stage="storage"} 0.0025)"
+                                "\n");
+  const auto frame = TopFrame({}, after, 1.0);
+  ASSERT_EQ(frame.size(), 2u);
+  const TopGroup* host = frame[0].role == "host" ? &frame[0] : &frame[1];
+  const TopGroup* target = frame[0].role == "host" ? &frame[1] : &frame[0];
+  EXPECT_EQ(host->device, "nvme0");
+  EXPECT_DOUBLE_EQ(host->commands_per_second, 400);
+  EXPECT_DOUBLE_EQ(host->sampled, 50);
+  EXPECT_NEAR(host->mean, 100e-6, 1e-12);
+  ASSERT_EQ(host->stages.size(), 1u);
+  EXPECT_NEAR(host->stages[0].mean, 20e-6, 1e-12);
+  EXPECT_EQ(target->device, "nqn.t");
+  EXPECT_DOUBLE_EQ(target->commands_per_second, 400);
+  ASSERT_EQ(target->stages.size(), 1u);
+}
+
+nvmeof_record KernelHostRecord(std::uint16_t cid, std::uint64_t t) {
+  nvmeof_record k{};
+  k.role = NVMEOF_ROLE_HOST;
+  k.opcode = 0x02;
+  k.trtype = NVMEOF_TRTYPE_RDMA;
+  k.bytes = 4096;
+  k.qid = 2;
+  k.cid = cid;
+  k.cntlid = 7;
+  k.slba = 1234;
+  k.nlb = 7;
+  std::snprintf(k.disk, sizeof k.disk, "nvme0c0n1");
+  std::snprintf(k.nqn, sizeof k.nqn, "nqn.t");
+  // alloc, setup +1us, posted +2us, (sent), response +12us, complete +13us, end +14us
+  const std::uint64_t ts[NVMEOF_HP_COUNT] = {t,         t + 1000,  t + 2000, 0,
+                                             t + 12000, t + 13000, t + 14000};
+  for (int i = 0; i < NVMEOF_HP_COUNT; ++i) k.ts[i] = ts[i];
+  return k;
+}
+
+TEST(ProfileLive, FromKernelRecord) {
+  std::uint64_t dropped = 0;
+  nvmeof_record k = KernelHostRecord(0x1003, 1'000'000);
+  k.ts[NVMEOF_HP_SENT] = 999;  // before the points around it: dropped, the file stays readable
+  const Record r = FromKernel(k, &dropped);
+  EXPECT_EQ(dropped, 1u);
+  EXPECT_EQ(r.transport, "rdma");
+  EXPECT_EQ(r.op, "read");
+  EXPECT_EQ(r.size, 4096u);
+  EXPECT_EQ(r.qid, 2u);
+  EXPECT_EQ(r.cid, 0x1003u);
+  EXPECT_EQ(r.cntlid, 7u);
+  EXPECT_EQ(r.device, "nvme0c0n1");
+  EXPECT_EQ(r.subsys, "nqn.t");
+  ASSERT_EQ(r.ts.size(), size_t{NVMEOF_HP_COUNT});
+  EXPECT_EQ(r.ts[NVMEOF_HP_SENT], 0u);
+  // What record writes, report reads.
+  std::ostringstream out;
+  WriteHeader(Header("host"), out);
+  WriteRecord(r, out);
+  WriteEnd(1, 0, out, 8);
+  RecordFile f;
+  std::string error;
+  ASSERT_TRUE(Parse(out.str(), &f, &error)) << error;
+  EXPECT_EQ(f.commands, 8u);
+  EXPECT_EQ(f.records[0].device, "nvme0c0n1");
+  EXPECT_EQ(OpName(0x01), "write");
+  EXPECT_EQ(OpName(0x09), "discard");
+  EXPECT_EQ(TransportName(NVMEOF_TRTYPE_TCP), "tcp");
+  EXPECT_EQ(TransportName(0), "pcie");
+}
+
+// Exact commands/s from the group counts, latency and stages from the records.
+TEST(ProfileLive, FrameFromRecordsAndCounts) {
+  std::vector<Record> records;
+  std::uint64_t dropped = 0;
+  for (std::uint16_t i = 0; i < 10; ++i)
+    records.push_back(FromKernel(KernelHostRecord(i, 1'000'000 + i * 100'000ull), &dropped));
+  RecordGroupCount g;
+  g.key.id = 0xffff0000;
+  g.key.role = NVMEOF_ROLE_HOST;
+  g.key.trtype = NVMEOF_TRTYPE_RDMA;
+  g.key.opcode = 0x02;
+  g.key.size = 1;  // 4KiB
+  g.commands = 500;
+  RecordGroupCount old = g;
+  old.commands = 100;
+  const auto frame = LiveFrame(records, {old}, {g}, {{0xffff0000, "nvme0c0n1"}}, 2.0);
+  ASSERT_EQ(frame.size(), 1u);
+  const TopGroup& t = frame[0];
+  EXPECT_EQ(t.role, "host");
+  EXPECT_EQ(t.transport, "rdma");
+  EXPECT_EQ(t.op, "read");
+  EXPECT_EQ(t.size, "4KiB");
+  EXPECT_EQ(t.device, "nvme0c0n1");
+  EXPECT_DOUBLE_EQ(t.commands_per_second, 200);
+  EXPECT_DOUBLE_EQ(t.sampled, 10);
+  EXPECT_NEAR(t.mean, 14e-6, 1e-12);
+  EXPECT_NEAR(t.p99, 14e-6, 1e-12);
+  EXPECT_NEAR(t.queue_depth, 200 * 14e-6, 1e-12);
+  std::vector<std::string> names;
+  for (const auto& s : t.stages) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"block_submit", "driver_submit", "network_and_target",
+                                             "host_receive", "block_complete"}));
+  EXPECT_NEAR(t.stages[2].mean, 10e-6, 1e-12);
+  EXPECT_NEAR(t.stages[2].share, 10.0 / 14, 1e-9);
 }
 
 TEST(ProfileTop, ExpositionErrors) {

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 
+from check_record import RecordChecks
 from check_stages import StagesChecks
 
 CONTROLLER_STATES = ["new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"]
@@ -60,7 +61,7 @@ class Env(dict):
         return '<%s unset>' % key
 
 
-class Checker(StagesChecks):
+class Checker(StagesChecks, RecordChecks):
     def __init__(self, directory):
         self.dir = directory
         self.failures = 0
