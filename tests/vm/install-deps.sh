@@ -8,11 +8,12 @@ set -euo pipefail
 KERNELS=${*:-6.1 6.12}
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 
-# Binaries the initramfs copies from the host, plus the host-side tools.
+# Binaries the initramfs copies from the host, plus the host-side tools: promtool lints every
+# scrape (check.py).
 need_cmds=(qemu-system-x86_64 /bin/busybox cpio /usr/bin/kmod /usr/sbin/nvme /usr/bin/fio
-  /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo python3 zstd timeout)
+  /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo python3 zstd timeout promtool)
 PKGS="qemu-system-x86 busybox-static cpio kmod nvme-cli fio rdma-core ibverbs-utils iproute2 \
-python3 zstd coreutils"
+python3 zstd coreutils prometheus"
 
 have_kernel() { [ -n "$(kernel_of "$1")" ]; }
 missing=0
