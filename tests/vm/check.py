@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree (run.sh runs this from there)
+from check_native import NativeChecks  # noqa: E402
 from check_stages import StagesChecks  # noqa: E402
 
 CONTROLLER_STATES = ["new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"]
@@ -64,7 +65,7 @@ class Env(dict):
         return '<%s unset>' % key
 
 
-class Checker(StagesChecks):
+class Checker(StagesChecks, NativeChecks):
     def __init__(self, directory):
         self.dir = directory
         self.failures = 0
@@ -448,6 +449,8 @@ def main():
     if not c.check(bool(c.env), 'scenario.env present'):
         return 1
     fn()
+    if args.scenario == 'stages':  # its protobuf twins of the text scrapes (check_native.py)
+        c.native_stages()
     c.promtool_all()
     print('%s: %d check(s) failed' % (args.scenario, c.failures) if c.failures else '%s: all checks passed' % args.scenario)
     return 1 if c.failures else 0
