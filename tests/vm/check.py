@@ -5,7 +5,7 @@ Usage: check.py --scenario NAME RESULTS_DIR
 
 RESULTS_DIR is what the guest wrote through 9p: scenario.env (what it configured), metrics-*.prom
 (the exporter's /metrics), sysfs-*.txt (the kernel's rdma hw_counters read right before and after a
-scrape), fio-*.json, series.txt (pathfault's timed scrapes). Every check compares the
+scrape), fio-*.json, series.txt (pathfault's and faults' timed scrapes). Every check compares the
 exporter's output with what the scenario configured or what the kernel reported; every saved text
 scrape also passes `promtool check metrics`. Prints one line per check and exits 1 if any failed.
 """
@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree (run.sh runs this from there)
+from check_faults import FaultsChecks  # noqa: E402
 from check_native import NativeChecks  # noqa: E402
 from check_stages import StagesChecks  # noqa: E402
 
@@ -65,7 +66,7 @@ class Env(dict):
         return '<%s unset>' % key
 
 
-class Checker(StagesChecks, NativeChecks):
+class Checker(StagesChecks, FaultsChecks, NativeChecks):
     def __init__(self, directory):
         self.dir = directory
         self.failures = 0
@@ -75,6 +76,8 @@ class Checker(StagesChecks, NativeChecks):
             for line in open(path):
                 key, _, value = line.rstrip('\n').partition('=')
                 self.env[key] = value
+
+    parse = staticmethod(parse_metrics)  # for the mixins
 
     def check(self, ok, what, detail=''):
         print('%s %s%s' % ('ok  ' if ok else 'FAIL', what, (': ' + detail) if detail and not ok else ''))
