@@ -16,8 +16,10 @@ self-metric, hook, command, port and controller lines). Judged here:
     the SIGKILL none of them is left (bpftool ids), nothing pinned in bpffs;
   - rmmod: nvme_rdma and nvme_tcp unloaded with the hooks attached; no hook of theirs reported
     attached while they were gone; after modprobe and reconnect the same hooks are attached with
-    the same mechanisms, and host and target count fio's I/Os again (exactly);
-  - sigterm: with scrapes in flight and a half-sent request, exit status 0 within 2 s.
+    the same mechanisms, host and target count fio's I/Os again (exactly), and fio's reads go
+    through the same stages as in the baseline (a listed but dead hook merges stages);
+  - sigterm: with scrapes in flight and a half-sent request, exit status 0 within 2 s, or within
+    the time the kernel took to reap the SIGKILLed exporter (its BPF links' teardown) if longer.
 """
 import json
 import os
@@ -91,9 +93,11 @@ class FaultsChecks:
         self.check(len(windows) == 2, 'down windows known (SIGKILL..restart, SIGTERM..end)', str(windows))
         self.check(not bad, 'every scrape answered 200 while the exporter ran (%d scrapes, %d in the '
                    'down windows refused or 503)' % (len(scrapes), down), '; '.join(bad[:5]))
-        for phase in ('baseline', 'link', 'port', 'kill', 'rmmod', 'reload'):
+        # kill: fio starts and the SIGKILL follows 2 s later, so one scrape may be all it gets.
+        for phase, least in (('baseline', 2), ('link', 2), ('port', 2), ('kill', 1), ('rmmod', 2), ('reload', 2)):
             n = len([s for s in scrapes if s['phase'] == phase and s['http'] == '200'])
-            self.check(n >= 2, 'phase %s: at least 2 scrapes answered during it' % phase, 'got %d' % n)
+            self.check(n >= least, 'phase %s: at least %d scrape(s) answered during it' % (phase, least),
+                       'got %d' % n)
 
     def faults_collectors(self, scrapes):
         names = sorted({s[1]['collector'] for sc in scrapes for s in sc['samples']
@@ -207,6 +211,23 @@ class FaultsChecks:
                        and l.get('transport') == transport)
         return total(after) - total(before)
 
+    @staticmethod
+    def faults_stages(before, after, role, transport):
+        """Stages that most of the sampled commands between two scrapes went through (their
+        nvmeof_stage_latency_seconds_count rose by at least 10% of the largest rise): a dead hook
+        moves all of them, while a stray command (6.1: 1 in 51 without a response point) does not."""
+        def counts(samples):
+            out = {}
+            for n, l, v in samples:
+                if n == 'nvmeof_stage_latency_seconds_count' and l.get('role') == role \
+                        and l.get('transport') == transport:
+                    out[l['stage']] = out.get(l['stage'], 0) + v
+            return out
+        b, a = counts(before), counts(after)
+        rise = {st: v - b.get(st, 0) for st, v in a.items()}
+        top = max(rise.values(), default=0)
+        return {st for st, d in rise.items() if top > 0 and d >= 0.1 * top}
+
     def faults_rmmod(self):
         e = self.env
         for m in ('nvme_rdma', 'nvme_tcp'):
@@ -233,6 +254,16 @@ class FaultsChecks:
                    'lost %s, new %s' % (sorted(set(before) - set(after)), sorted(set(after) - set(before))))
         b, a = self.metrics('reload-before-io'), self.metrics('reload-after-io')
         ios = int(e['FIO_IOS'])
+        # Attached must mean firing: the stages fio's reads went through after the reload are
+        # those of the baseline. A hook that is listed but dead merges its neighbours instead
+        # (driver_submit+network_and_target where command_send and target_and_response were).
+        base_b, base_a = self.metrics('baseline-before-io'), self.metrics('baseline-after-io')
+        for transport in ('rdma', 'tcp'):
+            for role in ('host', 'target'):
+                was = self.faults_stages(base_b, base_a, role, transport)
+                now = self.faults_stages(b, a, role, transport)
+                self.check(was and now == was, 'reload: %s %s commands go through the baseline\'s stages (%s)' % (
+                    role, transport, ' '.join(sorted(was))), 'now %s' % ' '.join(sorted(now)))
         for transport in ('rdma', 'tcp'):
             self.fio('reload-%s' % transport)
             for role in ('host', 'target'):
@@ -248,8 +279,17 @@ class FaultsChecks:
         took = float(kv['exited_at']) - float(kv['sigterm_at'])
         self.check(int(kv['scrapes_in_flight']) >= 1, 'SIGTERM sent with %s scrape(s) in flight' % kv['scrapes_in_flight'])
         self.check(kv['exit_code'] == '0', 'SIGTERM: exit status 0', 'status %s' % kv['exit_code'])
-        self.check(took <= SIGTERM_LIMIT_S, 'SIGTERM: exited %.2f s after the signal (limit %.0f s)' % (
-            took, SIGTERM_LIMIT_S), '%.2f s' % took)
+        # Process exit detaches every BPF link in the kernel (a trampoline or kprobe update with
+        # an RCU-tasks grace period each), which no exporter code can shorten: under TCG that
+        # alone takes seconds, as the SIGKILL above shows. So the bound is 2 s or, when the
+        # kernel's own teardown took longer, no longer than that.
+        marks = self.faults_timings()
+        reap = (marks['exporter_killed'][0] - marks['kill'][0]
+                if marks.get('kill') and marks.get('exporter_killed') else None)
+        bound = max(SIGTERM_LIMIT_S, reap or 0)
+        self.check(took <= bound, 'SIGTERM: exited %.2f s after the signal (bound %.2f s: 2 s, or the %s s '
+                   'a SIGKILL of it took to be reaped)' % (took, bound, '%.2f' % reap if reap else '?'),
+                   '%.2f s' % took)
 
     def scenario_faults(self):
         scrapes = self.faults_series()
