@@ -5,18 +5,24 @@ Usage: check.py --scenario NAME RESULTS_DIR
 
 RESULTS_DIR is what the guest wrote through 9p: scenario.env (what it configured), metrics-*.prom
 (the exporter's /metrics), sysfs-*.txt (the kernel's rdma hw_counters read right before and after a
-scrape), fio-*.json, series.txt (pathfault's timed scrapes). Every check compares the exporter's
-output with what the scenario configured or what the kernel reported. Prints one line per check
-and exits 1 if any failed.
+scrape), fio-*.json, series.txt (pathfault's and faults' timed scrapes). Every check compares the
+exporter's output with what the scenario configured or what the kernel reported; every saved text
+scrape also passes `promtool check metrics`. Prints one line per check and exits 1 if any failed.
 """
 import argparse
+import glob
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 
-from check_record import RecordChecks
-from check_stages import StagesChecks
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree (run.sh runs this from there)
+from check_faults import FaultsChecks  # noqa: E402
+from check_native import NativeChecks  # noqa: E402
+from check_record import RecordChecks  # noqa: E402
+from check_stages import StagesChecks  # noqa: E402
 
 CONTROLLER_STATES = ["new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"]
 # rxe hw_counters that NVMe/RDMA I/O must move (sent/received packets, SENDs of command capsules).
@@ -61,7 +67,7 @@ class Env(dict):
         return '<%s unset>' % key
 
 
-class Checker(StagesChecks, RecordChecks):
+class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks):
     def __init__(self, directory):
         self.dir = directory
         self.failures = 0
@@ -71,6 +77,8 @@ class Checker(StagesChecks, RecordChecks):
             for line in open(path):
                 key, _, value = line.rstrip('\n').partition('=')
                 self.env[key] = value
+
+    parse = staticmethod(parse_metrics)  # for the mixins
 
     def check(self, ok, what, detail=''):
         print('%s %s%s' % ('ok  ' if ok else 'FAIL', what, (': ' + detail) if detail and not ok else ''))
@@ -205,6 +213,25 @@ class Checker(StagesChecks, RecordChecks):
         done = job['read']['io_bytes'] + job['write']['io_bytes']
         self.check(job['error'] == 0 and done > 0, 'fio %s: no error, %d bytes, %.0f IOPS' % (
             name, done, job['read']['iops'] + job['write']['iops']), 'error %s' % job['error'])
+
+    def promtool_all(self):
+        """`promtool check metrics` on every text scrape the scenario saved (issue 13: lint-clean
+        on real kernels too). No problem is tolerated: none occurs today, so any is news."""
+        files = sorted(glob.glob(os.path.join(self.dir, 'metrics-*.prom')))
+        if not files:
+            return
+        if not self.check(shutil.which('promtool') is not None,
+                          'promtool present (Debian package prometheus)', 'apt-get install prometheus'):
+            return
+        bad = []
+        for path in files:
+            with open(path, 'rb') as f:
+                r = subprocess.run(['promtool', 'check', 'metrics'], stdin=f, capture_output=True)
+            if r.returncode != 0 or r.stdout.strip() or r.stderr.strip():
+                bad.append('%s: %s' % (os.path.basename(path),
+                                       (r.stdout + r.stderr).decode(errors='replace').strip()[:300]))
+        self.check(not bad, 'promtool check metrics clean on all %d saved scrapes' % len(files),
+                   ' | '.join(bad[:4]))
 
     def exporter_alive(self):
         path = os.path.join(self.dir, 'exporter-alive')
@@ -426,6 +453,9 @@ def main():
     if not c.check(bool(c.env), 'scenario.env present'):
         return 1
     fn()
+    if args.scenario == 'stages':  # its protobuf twins of the text scrapes (check_native.py)
+        c.native_stages()
+    c.promtool_all()
     print('%s: %d check(s) failed' % (args.scenario, c.failures) if c.failures else '%s: all checks passed' % args.scenario)
     return 1 if c.failures else 0
 

@@ -8,17 +8,19 @@ set -euo pipefail
 KERNELS=${*:-6.1 6.12}
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 
-# Binaries the initramfs copies from the host, plus the host-side tools.
+# Binaries the initramfs copies from the host, plus the host-side tools: promtool lints every
+# scrape, protoc with client_model's metrics.proto decodes the protobuf ones (check.py).
 need_cmds=(qemu-system-x86_64 /bin/busybox cpio /usr/bin/kmod /usr/sbin/nvme /usr/bin/fio
-  /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo python3 zstd timeout)
+  /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo /usr/sbin/bpftool python3 zstd timeout promtool protoc)
 PKGS="qemu-system-x86 busybox-static cpio kmod nvme-cli fio rdma-core ibverbs-utils iproute2 \
-python3 zstd coreutils"
+bpftool python3 zstd coreutils prometheus protobuf-compiler golang-github-prometheus-client-model-dev"
 
 have_kernel() { [ -n "$(kernel_of "$1")" ]; }
 missing=0
 for c in "${need_cmds[@]}"; do command -v "$c" >/dev/null 2>&1 || missing=1; done
 for k in $KERNELS; do have_kernel "$k" || missing=1; done
 [ -f /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so ] || missing=1
+[ -f /usr/share/gocode/src/github.com/prometheus/client_model/io/prometheus/client/metrics.proto ] || missing=1
 if [ "$missing" = 0 ]; then echo "vm deps: all present"; exit 0; fi
 
 export DEBIAN_FRONTEND=noninteractive

@@ -45,6 +45,10 @@ for mech in $MECHANISMS; do
 				--iodepth=1 --number_ios="$IOS" --size=256m --output-format=json \
 				--output="$R/fio-$mech-$t-$rw.json" || fail "fio $mech $t $rw"
 			scrape "$mech-$t-$rw-after"
+			# Its protobuf twin, I/O stopped: native vs classic counts (check_native.py).
+			timeout 10 wget -q -O "$R/metrics-$mech-$t-$rw-after.pb" --header \
+				'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited' \
+				http://$LISTEN/metrics || fail "protobuf scrape $mech-$t-$rw-after"
 		done
 	done
 	stop_exporter
