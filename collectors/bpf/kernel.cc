@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
@@ -63,6 +64,18 @@ int LoadAndAttach(const bpf_object_skeleton* skeleton,
     *ps.link = link;
   }
   return 0;
+}
+
+void DetachPrograms(const bpf_object_skeleton* skeleton,
+                    const std::vector<std::string_view>& programs) {
+  for (int i = 0; i < skeleton->prog_cnt; ++i) {
+    const auto& ps = skeleton->progs[i];
+    if (std::find(programs.begin(), programs.end(), ps.name) == programs.end() || !*ps.link) {
+      continue;
+    }
+    bpf_link__destroy(*ps.link);
+    *ps.link = nullptr;
+  }
 }
 
 KernelProber::KernelProber(Paths paths, Trial trial)

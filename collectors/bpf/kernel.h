@@ -70,6 +70,10 @@ Skeleton<S> OpenSkeleton(const std::string& btf_path, std::string* error) {
 int LoadAndAttach(const bpf_object_skeleton* skeleton,
                   const std::vector<std::string_view>& programs, std::string* error);
 
+// Destroys the links of `programs` (by name) in a loaded skeleton; the programs stay loaded.
+void DetachPrograms(const bpf_object_skeleton* skeleton,
+                    const std::vector<std::string_view>& programs);
+
 // Real VariantProber: static checks first (kernel BTF has the function or tracepoint, kprobes
 // exist, kallsyms has the symbol), then `trial` loads and attaches that one program.
 class KernelProber : public VariantProber {

@@ -208,6 +208,7 @@ class KernelNvmeofSource : public NvmeofSource {
     }
     if (modules == modules_) return;
     modules_ = modules;
+    DetachUnloaded();
 
     std::vector<std::string> attached;
     {
@@ -250,6 +251,24 @@ class KernelNvmeofSource : public NvmeofSource {
     std::lock_guard<std::mutex> lock(mu_);
     UpdateConfig();
     RebuildPlan(plan);
+  }
+
+  // A module that went away took its hooks' code with it: its kprobes stay registered but never
+  // fire again, not even once the module is back. Detach those hooks, so that they count as not
+  // attached and are planned and attached afresh when the module returns.
+  void DetachUnloaded() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& inst : instances_) {
+      std::vector<std::string_view> gone;
+      for (auto& h : inst.plan.hooks) {
+        if (!h.chosen || ModuleLoaded(paths_, h.hook->module)) continue;
+        LogInfo("module unloaded: eBPF hook detached",
+                Kv("hook", h.hook->name) + " " + Kv("module", h.hook->module));
+        gone.push_back(h.chosen->program);
+        h.chosen.reset();
+      }
+      if (!gone.empty()) DetachPrograms(inst.skel->skeleton, gone);
+    }
   }
 
   Skeleton<nvmeof_bpf> Load(const AttachPlan& plan, std::string* error) {

@@ -48,6 +48,7 @@ fi
 SCALE=1
 [ "$SCENARIO" = stages ] && SCALE=3
 [ "$SCENARIO" = faults ] && SCALE=2
+[ "$SCENARIO" = record ] && SCALE=2  # an exporter, two recordings and top: 70-260 s
 # shellcheck disable=SC2054 # the commas belong to the option values
 case $ACCEL in
   kvm) ACCEL_ARGS=(-accel kvm -cpu host); TIMEOUT=${TIMEOUT:-$((120 * SCALE))} ;;
