@@ -12,10 +12,11 @@ using M = Mechanism;
 
 const std::vector<HookSpec>& NvmeofHooks() {
   // Frame hooks list their tracepoints first, like the block hooks: the tracepoints are stable
-  // across kernels and sit exactly at the event. Functions of the transport modules (nvme_rdma,
-  // nvme_tcp, nvmet_rdma, nvmet_tcp) take a kprobe first: an fentry trampoline holds a reference
-  // on its module (kernel 6.0+), so `rmmod nvme_rdma` would fail while the exporter runs. Other
-  // functions: fentry (cheaper), then kprobe.
+  // across kernels and sit exactly at the event. Functions of the host transport modules
+  // (nvme_rdma, nvme_tcp) take a kprobe first: an fentry trampoline holds a reference on its
+  // module (kernel 6.0+), so `rmmod nvme_rdma` would fail while the exporter runs. Other
+  // functions take fentry (cheaper), then kprobe: a target's nvmet is pinned by its tracepoints
+  // anyway, so fentry on nvmet_rdma/nvmet_tcp pins nothing an operator could otherwise unload.
   static const std::vector<HookSpec> hooks = {
       // host
       {.name = "nvme_setup_cmd",
@@ -70,14 +71,14 @@ const std::vector<HookSpec>& NvmeofHooks() {
       {.name = "nvmet_rdma_recv_done",
        .required = false,
        .module = "nvmet_rdma",
-       .variants = {{M::kKprobe, "nvmet_rdma_recv_done", "nv_t_rdma_recv_kprobe"},
-                    {M::kFentry, "nvmet_rdma_recv_done", "nv_t_rdma_recv_fentry"}},
+       .variants = {{M::kFentry, "nvmet_rdma_recv_done", "nv_t_rdma_recv_fentry"},
+                    {M::kKprobe, "nvmet_rdma_recv_done", "nv_t_rdma_recv_kprobe"}},
        .gate = "nvmet_rdma"},
       {.name = "nvmet_tcp_try_recv_pdu",
        .required = false,
        .module = "nvmet_tcp",
-       .variants = {{M::kKprobe, "nvmet_tcp_try_recv_pdu", "nv_t_tcp_recv_kprobe"},
-                    {M::kFentry, "nvmet_tcp_try_recv_pdu", "nv_t_tcp_recv_fentry"}},
+       .variants = {{M::kFentry, "nvmet_tcp_try_recv_pdu", "nv_t_tcp_recv_fentry"},
+                    {M::kKprobe, "nvmet_tcp_try_recv_pdu", "nv_t_tcp_recv_kprobe"}},
        .gate = "nvmet_tcp"},
       {.name = "nvmet_req_init",
        .required = true,
@@ -90,8 +91,8 @@ const std::vector<HookSpec>& NvmeofHooks() {
       {.name = "nvmet_rdma_read_data_done",
        .required = false,
        .module = "nvmet_rdma",
-       .variants = {{M::kKprobe, "nvmet_rdma_read_data_done", "nv_t_rdma_data_kprobe"},
-                    {M::kFentry, "nvmet_rdma_read_data_done", "nv_t_rdma_data_fentry"}},
+       .variants = {{M::kFentry, "nvmet_rdma_read_data_done", "nv_t_rdma_data_fentry"},
+                    {M::kKprobe, "nvmet_rdma_read_data_done", "nv_t_rdma_data_kprobe"}},
        .gate = "nvmet_rdma"},
       {.name = "nvmet_bdev_execute_rw",
        .required = false,
@@ -116,14 +117,14 @@ const std::vector<HookSpec>& NvmeofHooks() {
       {.name = kHookNvmetRdmaSendDone,
        .required = false,
        .module = "nvmet_rdma",
-       .variants = {{M::kKprobe, "nvmet_rdma_send_done", "nv_t_rdma_sent_kprobe"},
-                    {M::kFentry, "nvmet_rdma_send_done", "nv_t_rdma_sent_fentry"}},
+       .variants = {{M::kFentry, "nvmet_rdma_send_done", "nv_t_rdma_sent_fentry"},
+                    {M::kKprobe, "nvmet_rdma_send_done", "nv_t_rdma_sent_kprobe"}},
        .gate = "nvmet_rdma"},
       {.name = kHookNvmetTcpSendResponse,
        .required = false,
        .module = "nvmet_tcp",
-       .variants = {{M::kKprobe, "nvmet_try_send_response", "nv_t_tcp_sent_kprobe"},
-                    {M::kFentry, "nvmet_try_send_response", "nv_t_tcp_sent_fentry"}},
+       .variants = {{M::kFentry, "nvmet_try_send_response", "nv_t_tcp_sent_fentry"},
+                    {M::kKprobe, "nvmet_try_send_response", "nv_t_tcp_sent_kprobe"}},
        .gate = "nvmet_tcp"},
   };
   return hooks;

@@ -315,11 +315,10 @@ TEST_F(BpfNvmeofCollectorTest, HooksOfLoadedModulesAreReported) {
 }
 
 // An fentry trampoline pins its module, so functions of the modules an operator unloads (the
-// transports) must prefer a kprobe; everything else prefers the cheaper fentry.
-TEST(NvmeofHooks, TransportModuleFunctionsPreferKprobes) {
+// host transports) must prefer a kprobe; everything else prefers the cheaper fentry.
+TEST(NvmeofHooks, HostTransportFunctionsPreferKprobes) {
   for (const auto& h : NvmeofHooks()) {
-    const bool transport = h.module == "nvme_rdma" || h.module == "nvme_tcp" ||
-                           h.module == "nvmet_rdma" || h.module == "nvmet_tcp";
+    const bool transport = h.module == "nvme_rdma" || h.module == "nvme_tcp";
     const Mechanism first = h.variants.front().mechanism;
     if (transport) {
       EXPECT_EQ(first, Mechanism::kKprobe) << h.name;
