@@ -3,15 +3,10 @@
  *
  * Each hook stamps one point (nvmeof_maps.h) of a sampled command in the in-flight table; the
  * last hook of the command turns the points it passed into stage spans and an end-to-end time.
- * Every hook has fentry and kprobe variants, and the frame hooks (nvme_setup_cmd,
- * nvme_complete_rq, nvmet_req_init, nvmet_req_complete, block_rq_complete) tp_btf and raw_tp
- * ones; the exporter enables one variant per hook with set_autoload (collectors/bpf_nvmeof.cc).
+ * The hook programs (every variant: tp_btf, raw_tp, fentry, kprobe) are nvmeof_hooks.bpf.h's,
+ * shared with record.bpf.c; this file defines what each hook does here (the on_* handlers).
  * Commands are counted exactly at nvme_complete_rq / nvmet_req_complete; 1 in sample_every is
  * timed.
- *
- * tp_btf and fentry programs test their pointer arguments for NULL first: since 6.12 the
- * verifier types the arguments of module tracepoints as maybe-NULL and rejects the load
- * otherwise (EACCES).
  *
  * Keys: the host keys a command by its struct request (not the command id, which the target
  * reuses); the target by its struct nvmet_req. Driver hooks get the request from their own
@@ -25,6 +20,7 @@
 #include "block_maps.h"
 #include "core_shims.h"
 #include "hist.h"
+#include "nvmeof_common.bpf.h"
 #include "nvmeof_maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -122,25 +118,12 @@ static __always_inline bool sampled(__u32 role) {
   return (*c)++ % sample_every == 0;
 }
 
-/* A pointer argument as a plain number. In tp_btf/fentry programs the verifier types pointer
- * arguments and forbids arithmetic or hashing on them; a round trip through map memory turns
- * one into a scalar. raw_tp/kprobe arguments are scalars already. */
 static __always_inline __u64 as_id(const void* p, bool direct) {
-  volatile __u64* s;
-  if (!direct) return (__u64)p;
-  s = slot(SCRATCH_SLOT);
-  if (!s) return 0;
-  *s = (__u64)p;
-  return *s;
+  return nvmeof_as_id(&nv_counters, SCRATCH_SLOT, p, direct);
 }
 
 static __always_inline __u8 size_class(__u64 bytes) {
-  if (!size_classes) return 0;
-  if (bytes <= 4096) return 1;
-  if (bytes <= 16384) return 2;
-  if (bytes <= 65536) return 3;
-  if (bytes <= 262144) return 4;
-  return 5;
+  return size_classes ? nvmeof_size_class(bytes) : 0;
 }
 
 static __always_inline struct nvmeof_hist* series_hist(struct nvmeof_series* k) {
@@ -257,20 +240,7 @@ static __always_inline struct nvmeof_inflight* stamp(__u64 id, int point) {
   return e;
 }
 
-static __always_inline __u64 rq_from_pdu(__u64 pdu) {
-  return pdu ? pdu - bpf_core_type_size(struct request) : 0;
-}
-
 /* ---- host ---- */
-
-/* The request's disk. Keyed by its address, not its dev_t: NVMe multipath path disks
- * (nvme0c1n1) are hidden and have no dev_t. */
-static __always_inline __u64 rq_disk(struct request* rq) {
-  if (bpf_core_field_exists(((struct request___old*)0)->rq_disk)) {
-    return (__u64)BPF_CORE_READ((struct request___old*)rq, rq_disk);
-  }
-  return (__u64)BPF_CORE_READ(rq, q, disk);
-}
 
 static __always_inline void host_series(struct request* rq, bool direct, __u64 disk,
                                         struct nvmeof_series* s) {
@@ -298,7 +268,7 @@ static __always_inline __u64 host_stage_id(__u64 disk) {
   return v;
 }
 
-static __always_inline void on_setup(struct request* rq, bool direct) {
+static __always_inline void on_setup(struct request* rq, const void* cmd, bool direct) {
   struct nvmeof_inflight e = {};
   __u64 disk = rq_disk(rq), id, start, now;
   if (!disk || !sampled(NVMEOF_ROLE_HOST)) return; /* no disk: admin and fabrics commands */
@@ -315,11 +285,8 @@ static __always_inline void on_setup(struct request* rq, bool direct) {
 }
 
 static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
-  __u64 cqe = (__u64)BPF_CORE_READ(wc, wr_cqe);
-  __u64 req = cqe - bpf_core_field_offset(struct nvme_rdma_qe___nv, cqe) -
-              bpf_core_field_offset(struct nvme_rdma_request___nv, sqe);
   struct nvmeof_inflight* e;
-  __u64 id = cqe ? rq_from_pdu(req) : 0;
+  __u64 id = rdma_sent_rq(wc);
   if (!id) return;
   e = bpf_map_lookup_elem(&nv_inflight, &id);
   /* The response may be processed before the send completion is polled; then the send
@@ -338,11 +305,9 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   stamp(as_id(rq, direct), NVMEOF_HP_COMPLETE);
 }
 
-static __always_inline void on_end(struct request* rq, __u32 nr_bytes, bool direct) {
+static __always_inline void on_end(struct request* rq, bool direct) {
   struct nvmeof_inflight* e;
   __u64 id;
-  /* Partial completions come first with nr_bytes < the bytes left; the final one ends it. */
-  if (nr_bytes < NVMEOF_READ(direct, rq, __data_len)) return;
   id = as_id(rq, direct);
   e = stamp(id, NVMEOF_HP_END);
   if (!e) return;
@@ -350,191 +315,30 @@ static __always_inline void on_end(struct request* rq, __u32 nr_bytes, bool dire
   bpf_map_delete_elem(&nv_inflight, &id);
 }
 
-/* setup: the nvme:nvme_setup_cmd tracepoint sits at the end of nvme_setup_cmd(). */
-SEC("tp_btf/nvme_setup_cmd")
-int BPF_PROG(nv_setup_tp_btf, struct request* rq) {
-  if (rq) on_setup(rq, true);
-  return 0;
-}
-
-SEC("raw_tp/nvme_setup_cmd")
-int BPF_PROG(nv_setup_raw_tp, struct request* rq) {
-  on_setup(rq, false);
-  return 0;
-}
-
-SEC("fentry/nvme_setup_cmd")
-int BPF_PROG(nv_setup_fentry, void* ns, struct request* rq) {
-  if (rq) on_setup(rq, true);
-  return 0;
-}
-
-SEC("kprobe/nvme_setup_cmd")
-int BPF_KPROBE(nv_setup_kprobe, void* ns, struct request* rq) {
-  on_setup(rq, false);
-  return 0;
-}
-
-/* posted (RDMA): nvme_rdma_post_send(queue, &req->sqe, ...) right before ib_post_send(). */
-SEC("fentry/nvme_rdma_post_send")
-int BPF_PROG(nv_rdma_post_fentry, void* queue, void* qe) {
-  stamp(rq_from_pdu(as_id(qe, true) - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe)),
-        NVMEOF_HP_POSTED);
-  return 0;
-}
-
-SEC("kprobe/nvme_rdma_post_send")
-int BPF_KPROBE(nv_rdma_post_kprobe, void* queue, void* qe) {
-  stamp(rq_from_pdu((__u64)qe - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe)),
-        NVMEOF_HP_POSTED);
-  return 0;
-}
-
-/* posted (TCP): the command PDU goes to the socket (6.12+: a function of its own; inlined in
- * 6.1, where driver submission merges with network and target). */
-SEC("fentry/nvme_tcp_try_send_cmd_pdu")
-int BPF_PROG(nv_tcp_post_fentry, void* req) {
-  stamp(rq_from_pdu(as_id(req, true)), NVMEOF_HP_POSTED);
-  return 0;
-}
-
-SEC("kprobe/nvme_tcp_try_send_cmd_pdu")
-int BPF_KPROBE(nv_tcp_post_kprobe, void* req) {
-  stamp(rq_from_pdu((__u64)req), NVMEOF_HP_POSTED);
-  return 0;
-}
-
-/* sent (RDMA): the command capsule's send completion. */
-SEC("fentry/nvme_rdma_send_done")
-int BPF_PROG(nv_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
-  on_rdma_sent(wc);
-  return 0;
-}
-
-SEC("kprobe/nvme_rdma_send_done")
-int BPF_KPROBE(nv_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
-  on_rdma_sent(wc);
-  return 0;
-}
-
-/* response: the transports hand a received completion to blk-mq via nvme_try_complete_req()
- * -> blk_mq_complete_request_remote() (an exported block-layer function). */
-SEC("fentry/blk_mq_complete_request_remote")
-int BPF_PROG(nv_response_fentry, struct request* rq) {
-  stamp(as_id(rq, true), NVMEOF_HP_RESPONSE);
-  return 0;
-}
-
-SEC("kprobe/blk_mq_complete_request_remote")
-int BPF_KPROBE(nv_response_kprobe, struct request* rq) {
-  stamp((__u64)rq, NVMEOF_HP_RESPONSE);
-  return 0;
-}
-
-/* complete: nvme:nvme_complete_rq fires at the top of nvme_complete_rq(). */
-SEC("tp_btf/nvme_complete_rq")
-int BPF_PROG(nv_complete_tp_btf, struct request* rq) {
-  if (rq) on_complete_rq(rq, true);
-  return 0;
-}
-
-SEC("raw_tp/nvme_complete_rq")
-int BPF_PROG(nv_complete_raw_tp, struct request* rq) {
-  on_complete_rq(rq, false);
-  return 0;
-}
-
-SEC("fentry/nvme_complete_rq")
-int BPF_PROG(nv_complete_fentry, struct request* rq) {
-  if (rq) on_complete_rq(rq, true);
-  return 0;
-}
-
-SEC("kprobe/nvme_complete_rq")
-int BPF_KPROBE(nv_complete_kprobe, struct request* rq) {
-  on_complete_rq(rq, false);
-  return 0;
-}
-
-/* end: the request ends in the block layer (see block.bpf.c for the two variants' reach). */
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(nv_end_tp_btf, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
-  if (rq) on_end(rq, nr_bytes, true);
-  return 0;
-}
-
-SEC("raw_tp/block_rq_complete")
-int BPF_PROG(nv_end_raw_tp, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
-  on_end(rq, nr_bytes, false);
-  return 0;
-}
-
-SEC("fentry/blk_update_request")
-int BPF_PROG(nv_end_fentry, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
-  if (rq) on_end(rq, nr_bytes, true);
-  return 0;
-}
-
-SEC("kprobe/blk_update_request")
-int BPF_KPROBE(nv_end_kprobe, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
-  on_end(rq, nr_bytes, false);
-  return 0;
-}
-
 /* ---- target ---- */
 
-/* The capsule's receive processing starts; nvmet_req_init() follows on this CPU in the same
- * call (RDMA: recv_done -> handle_command; TCP: try_recv_pdu -> done_recv_pdu). */
-static __always_inline void on_recv(void) {
-  __u64* s = slot(RECV_SLOT);
-  if (s) *s = bpf_ktime_get_ns();
-}
+/* The capsule's receive processing starts: stash the time for on_init on this CPU. */
+static __always_inline void on_recv(void) { recv_stash(slot(RECV_SLOT)); }
 
-static __always_inline void on_init(__u64 id, struct nvmet_sq___nv* sq) {
+static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req,
+                                    struct nvmet_sq___nv* sq) {
   struct nvmeof_inflight e = {};
-  __u64 *s = slot(RECV_SLOT), recv = 0, now;
-  if (s) {
-    recv = *s;
-    *s = 0;
-  }
+  __u64 recv = recv_take(slot(RECV_SLOT)), now;
   if (!id || BPF_CORE_READ(sq, qid) == 0 || !sampled(NVMEOF_ROLE_TARGET)) return; /* admin */
   now = bpf_ktime_get_ns();
-  /* A stash older than a second belongs to a command received without reaching init here. */
-  if (recv && recv <= now && now - recv < 1000000000ULL) e.ts[NVMEOF_TP_RECV] = recv;
+  e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);
   e.ts[NVMEOF_TP_INIT] = now;
   if (bpf_map_update_elem(&nv_inflight, &id, &e, BPF_ANY)) count_event(NVMEOF_NCTR_INFLIGHT_FULL);
 }
 
-static __always_inline __u8 nvme_op(__u8 opcode) {
-  switch (opcode) {
-    case 0x02:
-      return NVMEOF_OP_READ;
-    case 0x01:
-      return NVMEOF_OP_WRITE;
-    case 0x00:
-      return NVMEOF_OP_FLUSH;
-    case 0x09: /* dataset management (deallocate) */
-      return NVMEOF_OP_DISCARD;
-    default:
-      return NVMEOF_OP_OTHER;
-  }
-}
-
 static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req) {
   struct nvmeof_series s = {};
-  struct nvmet_sq___nv* sq = BPF_CORE_READ(req, sq);
+  struct nvmet_sq___nv* sq;
   struct nvmet_subsys___nv* subsys;
   struct nvmeof_inflight* e;
-  struct nvmeof_config* cfg;
-  __u32 zero = 0;
   __u8 opcode = 0;
-  void* cmd;
 
-  if (!sq || BPF_CORE_READ(sq, qid) == 0) return;
-  subsys = BPF_CORE_READ(sq, ctrl, subsys);
-  if (!subsys) return;
-  cmd = BPF_CORE_READ(req, cmd);
-  if (cmd) bpf_probe_read_kernel(&opcode, 1, cmd);
+  if (!target_io(req, &sq, &subsys, &opcode)) return;
   s.id = (__u64)subsys;
   s.role = NVMEOF_ROLE_TARGET;
   s.port = BPF_CORE_READ(req, port, disc_addr.portid);
@@ -546,8 +350,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req) {
   e = stamp(id, NVMEOF_TP_DONE);
   if (!e) return;
   e->series = s;
-  cfg = bpf_map_lookup_elem(&nv_config, &zero);
-  if (cfg && s.trtype < 32 && (cfg->target_sent_hooked & (1U << s.trtype))) return;
+  if (target_sent_hooked(&nv_config, s.trtype)) return;
   finish(e, NVMEOF_TP_COUNT); /* no response hook for this transport: ends here */
   bpf_map_delete_elem(&nv_inflight, &id);
 }
@@ -562,154 +365,4 @@ static __always_inline void on_sent(__u64 req) {
   bpf_map_delete_elem(&nv_inflight, &req);
 }
 
-/* The nvmet_req inside an nvmet_rdma_rsp, from the completion's ib_cqe at `cqe_offset`. */
-static __always_inline __u64 rdma_rsp_req(struct ib_wc___nv* wc, __u64 cqe_offset) {
-  __u64 cqe = (__u64)BPF_CORE_READ(wc, wr_cqe);
-  if (!cqe) return 0;
-  return cqe - cqe_offset + bpf_core_field_offset(struct nvmet_rdma_rsp___nv, req);
-}
-
-SEC("fentry/nvmet_rdma_recv_done")
-int BPF_PROG(nv_t_rdma_recv_fentry) {
-  on_recv();
-  return 0;
-}
-
-SEC("kprobe/nvmet_rdma_recv_done")
-int BPF_KPROBE(nv_t_rdma_recv_kprobe) {
-  on_recv();
-  return 0;
-}
-
-SEC("fentry/nvmet_tcp_try_recv_pdu")
-int BPF_PROG(nv_t_tcp_recv_fentry) {
-  on_recv();
-  return 0;
-}
-
-SEC("kprobe/nvmet_tcp_try_recv_pdu")
-int BPF_KPROBE(nv_t_tcp_recv_kprobe) {
-  on_recv();
-  return 0;
-}
-
-/* init: nvmet:nvmet_req_init fires in nvmet_req_init() once the command parsed; the function
- * entry (fentry/kprobe) comes before req->sq is set, so those take the sq argument. */
-SEC("tp_btf/nvmet_req_init")
-int BPF_PROG(nv_t_init_tp_btf, struct nvmet_req___nv* req) {
-  if (req) on_init(as_id(req, true), BPF_CORE_READ(req, sq));
-  return 0;
-}
-
-SEC("raw_tp/nvmet_req_init")
-int BPF_PROG(nv_t_init_raw_tp, struct nvmet_req___nv* req) {
-  on_init((__u64)req, BPF_CORE_READ(req, sq));
-  return 0;
-}
-
-SEC("fentry/nvmet_req_init")
-int BPF_PROG(nv_t_init_fentry, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
-  if (req) on_init(as_id(req, true), sq);
-  return 0;
-}
-
-SEC("kprobe/nvmet_req_init")
-int BPF_KPROBE(nv_t_init_kprobe, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
-  on_init((__u64)req, sq);
-  return 0;
-}
-
-/* data (RDMA): the RDMA READ of a write's data from the host completed. */
-SEC("fentry/nvmet_rdma_read_data_done")
-int BPF_PROG(nv_t_rdma_data_fentry, void* cq, struct ib_wc___nv* wc) {
-  stamp(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe)),
-        NVMEOF_TP_DATA);
-  return 0;
-}
-
-SEC("kprobe/nvmet_rdma_read_data_done")
-int BPF_KPROBE(nv_t_rdma_data_kprobe, void* cq, struct ib_wc___nv* wc) {
-  stamp(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe)),
-        NVMEOF_TP_DATA);
-  return 0;
-}
-
-/* exec: the backing block device's or file's I/O is issued. */
-SEC("fentry/nvmet_bdev_execute_rw")
-int BPF_PROG(nv_t_bdev_exec_fentry, void* req) {
-  stamp(as_id(req, true), NVMEOF_TP_EXEC);
-  return 0;
-}
-
-SEC("kprobe/nvmet_bdev_execute_rw")
-int BPF_KPROBE(nv_t_bdev_exec_kprobe, void* req) {
-  stamp((__u64)req, NVMEOF_TP_EXEC);
-  return 0;
-}
-
-SEC("fentry/nvmet_file_execute_rw")
-int BPF_PROG(nv_t_file_exec_fentry, void* req) {
-  stamp(as_id(req, true), NVMEOF_TP_EXEC);
-  return 0;
-}
-
-SEC("kprobe/nvmet_file_execute_rw")
-int BPF_KPROBE(nv_t_file_exec_kprobe, void* req) {
-  stamp((__u64)req, NVMEOF_TP_EXEC);
-  return 0;
-}
-
-/* done: nvmet:nvmet_req_complete fires when the command completed, before the response is
- * queued to the transport. */
-SEC("tp_btf/nvmet_req_complete")
-int BPF_PROG(nv_t_done_tp_btf, struct nvmet_req___nv* req) {
-  if (req) on_done(as_id(req, true), req);
-  return 0;
-}
-
-SEC("raw_tp/nvmet_req_complete")
-int BPF_PROG(nv_t_done_raw_tp, struct nvmet_req___nv* req) {
-  on_done((__u64)req, req);
-  return 0;
-}
-
-SEC("fentry/nvmet_req_complete")
-int BPF_PROG(nv_t_done_fentry, struct nvmet_req___nv* req) {
-  if (req) on_done(as_id(req, true), req);
-  return 0;
-}
-
-SEC("kprobe/nvmet_req_complete")
-int BPF_KPROBE(nv_t_done_kprobe, struct nvmet_req___nv* req) {
-  on_done((__u64)req, req);
-  return 0;
-}
-
-/* sent (RDMA): the response's send completion (for reads after the RDMA WRITE of the data). */
-SEC("fentry/nvmet_rdma_send_done")
-int BPF_PROG(nv_t_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
-  on_sent(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe)));
-  return 0;
-}
-
-SEC("kprobe/nvmet_rdma_send_done")
-int BPF_KPROBE(nv_t_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
-  on_sent(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe)));
-  return 0;
-}
-
-/* sent (TCP): the response PDU goes to the socket (6.12+; inlined in 6.1, where the target's
- * commands end at nvmet_req_complete). */
-SEC("fentry/nvmet_try_send_response")
-int BPF_PROG(nv_t_tcp_sent_fentry, void* cmd) {
-  __u64 c = as_id(cmd, true);
-  on_sent(c ? c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req) : 0);
-  return 0;
-}
-
-SEC("kprobe/nvmet_try_send_response")
-int BPF_KPROBE(nv_t_tcp_sent_kprobe, void* cmd) {
-  __u64 c = (__u64)cmd;
-  on_sent(c ? c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req) : 0);
-  return 0;
-}
+#include "nvmeof_hooks.bpf.h"

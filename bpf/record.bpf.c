@@ -3,12 +3,12 @@
  * `top` without --from). Record layout: record.h.
  *
  * Its own object with its own maps, so it never disturbs a running exporter's counts: the
- * programs attach beside nvmeof.bpf.c's. They carry the same program names as nvmeof.bpf.c's
- * variants, so the hook table (NvmeofHooks(), collectors/bpf/nvmeof.cc) and the attach planner
- * serve both objects; the points are nvmeof_maps.h's. What differs is the end of a command:
- * here it goes whole, with every point's timestamp and the identifiers both sides see (qid,
- * cid, slba, nlb, cntlid, subsystem NQN), into a BPF ring buffer (size set at load; a full
- * ring drops the record and counts it, NVMEOF_RCTR_LOST).
+ * programs attach beside nvmeof.bpf.c's. They are the same programs, nvmeof_hooks.bpf.h's (same
+ * names, so the hook table NvmeofHooks(), collectors/bpf/nvmeof.cc, and the attach planner serve
+ * both objects), calling this file's on_* handlers; the points are nvmeof_maps.h's. What
+ * differs is the end of a command: here it goes whole, with every point's timestamp and the
+ * identifiers both sides see (qid, cid, slba, nlb, cntlid, subsystem NQN), into a BPF ring
+ * buffer (size set at load; a full ring drops the record and counts it, NVMEOF_RCTR_LOST).
  *
  * Sampling is deterministic on fields host and target both see: a command is recorded when a
  * hash of its starting LBA and command id, taken from the NVMe command itself (what goes on the
@@ -25,6 +25,7 @@
 
 #include "block_maps.h"
 #include "core_shims.h"
+#include "nvmeof_common.bpf.h"
 #include "nvmeof_maps.h"
 #include "record.h"
 
@@ -63,8 +64,8 @@ struct nvmet_sq___rec {
 struct rec_inflight {
   __u64 ts[NVMEOF_POINTS];
   __u64 slba;
-  __u64 disk;    /* host: gendisk address (for its name) */
-  __u64 nqn;     /* address of the subsystem NQN string */
+  __u64 disk; /* host: gendisk address (for its name) */
+  __u64 nqn;  /* address of the subsystem NQN string */
   __u32 bytes;
   __u16 nlb, qid, cid, cntlid;
   __u8 role, opcode, trtype;
@@ -132,14 +133,8 @@ static __always_inline void count_event(__u32 which) {
   if (c) *c += 1;
 }
 
-/* See nvmeof.bpf.c: a typed pointer argument becomes a scalar through map memory. */
 static __always_inline __u64 as_id(const void* p, bool direct) {
-  volatile __u64* s;
-  if (!direct) return (__u64)p;
-  s = slot(SCRATCH_SLOT);
-  if (!s) return 0;
-  *s = (__u64)p;
-  return *s;
+  return nvmeof_as_id(&rec_counters, SCRATCH_SLOT, p, direct);
 }
 
 /* The wire fields of an NVMe command (NVMe base spec: opcode byte 0, command id bytes 2-3,
@@ -172,14 +167,6 @@ static __always_inline bool sampled(const struct wire* w) {
   h *= 0xBF58476D1CE4E5B9ULL;
   h ^= h >> 29;
   return h % sample_every == 0;
-}
-
-static __always_inline __u8 size_class(__u64 bytes) {
-  if (bytes <= 4096) return 1;
-  if (bytes <= 16384) return 2;
-  if (bytes <= 65536) return 3;
-  if (bytes <= 262144) return 4;
-  return 5;
 }
 
 /* Every command, exactly, per group; the group's name is kept on its first command. */
@@ -242,20 +229,10 @@ static __always_inline void emit(struct rec_inflight* e) {
   bpf_ringbuf_submit(r, 0);
 }
 
-static __always_inline __u64 rq_from_pdu(__u64 pdu) {
-  return pdu ? pdu - bpf_core_type_size(struct request) : 0;
-}
-
 /* ---- host ---- */
 
-static __always_inline __u64 rq_disk(struct request* rq) {
-  if (bpf_core_field_exists(((struct request___old*)0)->rq_disk)) {
-    return (__u64)BPF_CORE_READ((struct request___old*)rq, rq_disk);
-  }
-  return (__u64)BPF_CORE_READ(rq, q, disk);
-}
-
-/* cmd: the built command (tracepoint variants), or NULL (function entry: decided later). */
+/* cmd: the built command (tracepoint variants), or 0 (function entry: decided at
+ * nvme_complete_rq). */
 static __always_inline void on_setup(struct request* rq, const void* cmd, bool direct) {
   struct rec_inflight e = {};
   struct wire w = {};
@@ -274,16 +251,12 @@ static __always_inline void on_setup(struct request* rq, const void* cmd, bool d
   e.role = NVMEOF_ROLE_HOST;
   e.disk = disk;
   /* BPF_ANY: a requeued request is set up again and timed from there. */
-  if (bpf_map_update_elem(&rec_inflight, &id, &e, BPF_ANY))
-    count_event(NVMEOF_RCTR_INFLIGHT_FULL);
+  if (bpf_map_update_elem(&rec_inflight, &id, &e, BPF_ANY)) count_event(NVMEOF_RCTR_INFLIGHT_FULL);
 }
 
 static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
-  __u64 cqe = (__u64)BPF_CORE_READ(wc, wr_cqe);
-  __u64 req = cqe - bpf_core_field_offset(struct nvme_rdma_qe___nv, cqe) -
-              bpf_core_field_offset(struct nvme_rdma_request___nv, sqe);
   struct rec_inflight* e;
-  __u64 id = cqe ? rq_from_pdu(req) : 0;
+  __u64 id = rdma_sent_rq(wc);
   if (!id) return;
   e = bpf_map_lookup_elem(&rec_inflight, &id);
   if (e && !e->ts[NVMEOF_HP_RESPONSE] && !e->ts[NVMEOF_HP_SENT]) {
@@ -324,7 +297,7 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   g.role = NVMEOF_ROLE_HOST;
   g.trtype = host_trtype(opts);
   g.opcode = w.opcode;
-  g.size = size_class(NVMEOF_READ(direct, rq, __data_len));
+  g.size = nvmeof_size_class(NVMEOF_READ(direct, rq, __data_len));
   count_group(&g, disk + bpf_core_field_offset(struct gendisk, disk_name));
 
   e = stamp(id, NVMEOF_HP_COMPLETE);
@@ -346,11 +319,9 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   e->nqn = opts ? (__u64)BPF_CORE_READ(opts, subsysnqn) : 0;
 }
 
-static __always_inline void on_end(struct request* rq, __u32 nr_bytes, bool direct) {
+static __always_inline void on_end(struct request* rq, bool direct) {
   struct rec_inflight* e;
   __u64 id;
-  /* Partial completions come first with nr_bytes < the bytes left; the final one ends it. */
-  if (nr_bytes < NVMEOF_READ(direct, rq, __data_len)) return;
   id = as_id(rq, direct);
   e = stamp(id, NVMEOF_HP_END);
   if (!e) return;
@@ -358,152 +329,23 @@ static __always_inline void on_end(struct request* rq, __u32 nr_bytes, bool dire
   bpf_map_delete_elem(&rec_inflight, &id);
 }
 
-SEC("tp_btf/nvme_setup_cmd")
-int BPF_PROG(nv_setup_tp_btf, struct request* rq, void* cmd) {
-  if (rq && cmd) on_setup(rq, cmd, true);
-  return 0;
-}
-
-SEC("raw_tp/nvme_setup_cmd")
-int BPF_PROG(nv_setup_raw_tp, struct request* rq, void* cmd) {
-  if (cmd) on_setup(rq, cmd, false);
-  return 0;
-}
-
-SEC("fentry/nvme_setup_cmd")
-int BPF_PROG(nv_setup_fentry, void* ns, struct request* rq) {
-  if (rq) on_setup(rq, 0, true);
-  return 0;
-}
-
-SEC("kprobe/nvme_setup_cmd")
-int BPF_KPROBE(nv_setup_kprobe, void* ns, struct request* rq) {
-  on_setup(rq, 0, false);
-  return 0;
-}
-
-SEC("fentry/nvme_rdma_post_send")
-int BPF_PROG(nv_rdma_post_fentry, void* queue, void* qe) {
-  stamp(rq_from_pdu(as_id(qe, true) - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe)),
-        NVMEOF_HP_POSTED);
-  return 0;
-}
-
-SEC("kprobe/nvme_rdma_post_send")
-int BPF_KPROBE(nv_rdma_post_kprobe, void* queue, void* qe) {
-  stamp(rq_from_pdu((__u64)qe - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe)),
-        NVMEOF_HP_POSTED);
-  return 0;
-}
-
-SEC("fentry/nvme_tcp_try_send_cmd_pdu")
-int BPF_PROG(nv_tcp_post_fentry, void* req) {
-  stamp(rq_from_pdu(as_id(req, true)), NVMEOF_HP_POSTED);
-  return 0;
-}
-
-SEC("kprobe/nvme_tcp_try_send_cmd_pdu")
-int BPF_KPROBE(nv_tcp_post_kprobe, void* req) {
-  stamp(rq_from_pdu((__u64)req), NVMEOF_HP_POSTED);
-  return 0;
-}
-
-SEC("fentry/nvme_rdma_send_done")
-int BPF_PROG(nv_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
-  on_rdma_sent(wc);
-  return 0;
-}
-
-SEC("kprobe/nvme_rdma_send_done")
-int BPF_KPROBE(nv_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
-  on_rdma_sent(wc);
-  return 0;
-}
-
-SEC("fentry/blk_mq_complete_request_remote")
-int BPF_PROG(nv_response_fentry, struct request* rq) {
-  stamp(as_id(rq, true), NVMEOF_HP_RESPONSE);
-  return 0;
-}
-
-SEC("kprobe/blk_mq_complete_request_remote")
-int BPF_KPROBE(nv_response_kprobe, struct request* rq) {
-  stamp((__u64)rq, NVMEOF_HP_RESPONSE);
-  return 0;
-}
-
-SEC("tp_btf/nvme_complete_rq")
-int BPF_PROG(nv_complete_tp_btf, struct request* rq) {
-  if (rq) on_complete_rq(rq, true);
-  return 0;
-}
-
-SEC("raw_tp/nvme_complete_rq")
-int BPF_PROG(nv_complete_raw_tp, struct request* rq) {
-  on_complete_rq(rq, false);
-  return 0;
-}
-
-SEC("fentry/nvme_complete_rq")
-int BPF_PROG(nv_complete_fentry, struct request* rq) {
-  if (rq) on_complete_rq(rq, true);
-  return 0;
-}
-
-SEC("kprobe/nvme_complete_rq")
-int BPF_KPROBE(nv_complete_kprobe, struct request* rq) {
-  on_complete_rq(rq, false);
-  return 0;
-}
-
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(nv_end_tp_btf, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
-  if (rq) on_end(rq, nr_bytes, true);
-  return 0;
-}
-
-SEC("raw_tp/block_rq_complete")
-int BPF_PROG(nv_end_raw_tp, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
-  on_end(rq, nr_bytes, false);
-  return 0;
-}
-
-SEC("fentry/blk_update_request")
-int BPF_PROG(nv_end_fentry, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
-  if (rq) on_end(rq, nr_bytes, true);
-  return 0;
-}
-
-SEC("kprobe/blk_update_request")
-int BPF_KPROBE(nv_end_kprobe, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
-  on_end(rq, nr_bytes, false);
-  return 0;
-}
-
 /* ---- target ---- */
 
-static __always_inline void on_recv(void) {
-  __u64* s = slot(RECV_SLOT);
-  if (s) *s = bpf_ktime_get_ns();
-}
+/* The capsule's receive processing starts: stash the time for on_init on this CPU. */
+static __always_inline void on_recv(void) { recv_stash(slot(RECV_SLOT)); }
 
-/* The received command is in req->cmd before nvmet_req_init() runs (every variant sees it). */
 static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req,
                                     struct nvmet_sq___nv* sq) {
   struct rec_inflight e = {};
   struct wire w = {};
-  __u64 *s = slot(RECV_SLOT), recv = 0, now;
+  __u64 recv = recv_take(slot(RECV_SLOT)), now;
   __u16 qid;
-  if (s) {
-    recv = *s;
-    *s = 0;
-  }
   if (!id || !sq) return;
   qid = BPF_CORE_READ(sq, qid);
   if (qid == 0) return; /* admin */
   if (!read_wire(BPF_CORE_READ(req, cmd), &w) || !sampled(&w)) return;
   now = bpf_ktime_get_ns();
-  if (recv && recv <= now && now - recv < 1000000000ULL) e.ts[NVMEOF_TP_RECV] = recv;
+  e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);
   e.ts[NVMEOF_TP_INIT] = now;
   e.role = NVMEOF_ROLE_TARGET;
   e.qid = qid;
@@ -512,30 +354,22 @@ static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req,
   e.nlb = w.nlb;
   e.opcode = w.opcode;
   e.decided = 1;
-  if (bpf_map_update_elem(&rec_inflight, &id, &e, BPF_ANY))
-    count_event(NVMEOF_RCTR_INFLIGHT_FULL);
+  if (bpf_map_update_elem(&rec_inflight, &id, &e, BPF_ANY)) count_event(NVMEOF_RCTR_INFLIGHT_FULL);
 }
 
 static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req) {
   struct nvmeof_record_group g = {};
-  struct nvmet_sq___nv* sq = BPF_CORE_READ(req, sq);
+  struct nvmet_sq___nv* sq;
   struct nvmet_subsys___nv* subsys;
   struct rec_inflight* e;
-  struct nvmeof_config* cfg;
-  __u32 zero = 0;
   __u8 opcode = 0;
-  void* cmd;
 
-  if (!sq || BPF_CORE_READ(sq, qid) == 0) return;
-  subsys = BPF_CORE_READ(sq, ctrl, subsys);
-  if (!subsys) return;
-  cmd = BPF_CORE_READ(req, cmd);
-  if (cmd) bpf_probe_read_kernel(&opcode, 1, cmd);
+  if (!target_io(req, &sq, &subsys, &opcode)) return;
   g.id = (__u64)subsys;
   g.role = NVMEOF_ROLE_TARGET;
   g.trtype = BPF_CORE_READ(req, port, disc_addr.trtype);
   g.opcode = opcode;
-  g.size = size_class(BPF_CORE_READ(req, transfer_len));
+  g.size = nvmeof_size_class(BPF_CORE_READ(req, transfer_len));
   count_group(&g, (__u64)BPF_CORE_READ(subsys, subsysnqn));
 
   e = stamp(id, NVMEOF_TP_DONE);
@@ -544,8 +378,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req) {
   e->bytes = BPF_CORE_READ(req, transfer_len);
   e->cntlid = BPF_CORE_READ((struct nvmet_sq___rec*)sq, ctrl, cntlid);
   e->nqn = (__u64)BPF_CORE_READ(subsys, subsysnqn);
-  cfg = bpf_map_lookup_elem(&rec_config, &zero);
-  if (cfg && g.trtype < 32 && (cfg->target_sent_hooked & (1U << g.trtype))) return;
+  if (target_sent_hooked(&rec_config, g.trtype)) return;
   emit(e); /* no response hook for this transport: ends here */
   bpf_map_delete_elem(&rec_inflight, &id);
 }
@@ -560,144 +393,4 @@ static __always_inline void on_sent(__u64 req) {
   bpf_map_delete_elem(&rec_inflight, &req);
 }
 
-static __always_inline __u64 rdma_rsp_req(struct ib_wc___nv* wc, __u64 cqe_offset) {
-  __u64 cqe = (__u64)BPF_CORE_READ(wc, wr_cqe);
-  if (!cqe) return 0;
-  return cqe - cqe_offset + bpf_core_field_offset(struct nvmet_rdma_rsp___nv, req);
-}
-
-SEC("fentry/nvmet_rdma_recv_done")
-int BPF_PROG(nv_t_rdma_recv_fentry) {
-  on_recv();
-  return 0;
-}
-
-SEC("kprobe/nvmet_rdma_recv_done")
-int BPF_KPROBE(nv_t_rdma_recv_kprobe) {
-  on_recv();
-  return 0;
-}
-
-SEC("fentry/nvmet_tcp_try_recv_pdu")
-int BPF_PROG(nv_t_tcp_recv_fentry) {
-  on_recv();
-  return 0;
-}
-
-SEC("kprobe/nvmet_tcp_try_recv_pdu")
-int BPF_KPROBE(nv_t_tcp_recv_kprobe) {
-  on_recv();
-  return 0;
-}
-
-SEC("tp_btf/nvmet_req_init")
-int BPF_PROG(nv_t_init_tp_btf, struct nvmet_req___nv* req) {
-  if (req) on_init(as_id(req, true), req, BPF_CORE_READ(req, sq));
-  return 0;
-}
-
-SEC("raw_tp/nvmet_req_init")
-int BPF_PROG(nv_t_init_raw_tp, struct nvmet_req___nv* req) {
-  on_init((__u64)req, req, BPF_CORE_READ(req, sq));
-  return 0;
-}
-
-SEC("fentry/nvmet_req_init")
-int BPF_PROG(nv_t_init_fentry, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
-  if (req) on_init(as_id(req, true), req, sq);
-  return 0;
-}
-
-SEC("kprobe/nvmet_req_init")
-int BPF_KPROBE(nv_t_init_kprobe, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
-  on_init((__u64)req, req, sq);
-  return 0;
-}
-
-SEC("fentry/nvmet_rdma_read_data_done")
-int BPF_PROG(nv_t_rdma_data_fentry, void* cq, struct ib_wc___nv* wc) {
-  stamp(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe)),
-        NVMEOF_TP_DATA);
-  return 0;
-}
-
-SEC("kprobe/nvmet_rdma_read_data_done")
-int BPF_KPROBE(nv_t_rdma_data_kprobe, void* cq, struct ib_wc___nv* wc) {
-  stamp(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe)),
-        NVMEOF_TP_DATA);
-  return 0;
-}
-
-SEC("fentry/nvmet_bdev_execute_rw")
-int BPF_PROG(nv_t_bdev_exec_fentry, void* req) {
-  stamp(as_id(req, true), NVMEOF_TP_EXEC);
-  return 0;
-}
-
-SEC("kprobe/nvmet_bdev_execute_rw")
-int BPF_KPROBE(nv_t_bdev_exec_kprobe, void* req) {
-  stamp((__u64)req, NVMEOF_TP_EXEC);
-  return 0;
-}
-
-SEC("fentry/nvmet_file_execute_rw")
-int BPF_PROG(nv_t_file_exec_fentry, void* req) {
-  stamp(as_id(req, true), NVMEOF_TP_EXEC);
-  return 0;
-}
-
-SEC("kprobe/nvmet_file_execute_rw")
-int BPF_KPROBE(nv_t_file_exec_kprobe, void* req) {
-  stamp((__u64)req, NVMEOF_TP_EXEC);
-  return 0;
-}
-
-SEC("tp_btf/nvmet_req_complete")
-int BPF_PROG(nv_t_done_tp_btf, struct nvmet_req___nv* req) {
-  if (req) on_done(as_id(req, true), req);
-  return 0;
-}
-
-SEC("raw_tp/nvmet_req_complete")
-int BPF_PROG(nv_t_done_raw_tp, struct nvmet_req___nv* req) {
-  on_done((__u64)req, req);
-  return 0;
-}
-
-SEC("fentry/nvmet_req_complete")
-int BPF_PROG(nv_t_done_fentry, struct nvmet_req___nv* req) {
-  if (req) on_done(as_id(req, true), req);
-  return 0;
-}
-
-SEC("kprobe/nvmet_req_complete")
-int BPF_KPROBE(nv_t_done_kprobe, struct nvmet_req___nv* req) {
-  on_done((__u64)req, req);
-  return 0;
-}
-
-SEC("fentry/nvmet_rdma_send_done")
-int BPF_PROG(nv_t_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
-  on_sent(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe)));
-  return 0;
-}
-
-SEC("kprobe/nvmet_rdma_send_done")
-int BPF_KPROBE(nv_t_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
-  on_sent(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe)));
-  return 0;
-}
-
-SEC("fentry/nvmet_try_send_response")
-int BPF_PROG(nv_t_tcp_sent_fentry, void* cmd) {
-  __u64 c = as_id(cmd, true);
-  on_sent(c ? c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req) : 0);
-  return 0;
-}
-
-SEC("kprobe/nvmet_try_send_response")
-int BPF_KPROBE(nv_t_tcp_sent_kprobe, void* cmd) {
-  __u64 c = (__u64)cmd;
-  on_sent(c ? c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req) : 0);
-  return 0;
-}
+#include "nvmeof_hooks.bpf.h"

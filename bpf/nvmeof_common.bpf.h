@@ -1,0 +1,127 @@
+/* Pure helpers of the NVMe-oF programs, shared by nvmeof.bpf.c and record.bpf.c: how a hook
+ * gets from its arguments to the command's key, disk, op and size class. One home for them, so
+ * the two objects cannot drift apart on how they find the same command (libbpf-tools style:
+ * BPF objects share code through headers). Nothing here owns a map: a helper that needs one
+ * takes it as an argument. Include after vmlinux.h and the libbpf headers. */
+#ifndef NVMEOF_BPF_NVMEOF_COMMON_BPF_H_
+#define NVMEOF_BPF_NVMEOF_COMMON_BPF_H_
+
+#include "core_shims.h"
+#include "nvmeof_maps.h"
+
+/* A pointer argument as a plain number. In tp_btf/fentry programs the verifier types pointer
+ * arguments and forbids arithmetic or hashing on them; a round trip through map memory (the
+ * per-CPU array `counters` at `scratch`) turns one into a scalar. raw_tp/kprobe arguments are
+ * scalars already. */
+static __always_inline __u64 nvmeof_as_id(void* counters, __u32 scratch, const void* p,
+                                          bool direct) {
+  volatile __u64* s;
+  if (!direct) return (__u64)p;
+  s = bpf_map_lookup_elem(counters, &scratch);
+  if (!s) return 0;
+  *s = (__u64)p;
+  return *s;
+}
+
+/* Size class of a command's data: 1 up to 4 KiB, 2 to 16 KiB, 3 to 64 KiB, 4 to 256 KiB, 5 more. */
+static __always_inline __u8 nvmeof_size_class(__u64 bytes) {
+  if (bytes <= 4096) return 1;
+  if (bytes <= 16384) return 2;
+  if (bytes <= 65536) return 3;
+  if (bytes <= 262144) return 4;
+  return 5;
+}
+
+/* The struct request of a driver's per-request data (blk_mq_rq_to_pdu() places it right after
+ * struct request). */
+static __always_inline __u64 rq_from_pdu(__u64 pdu) {
+  return pdu ? pdu - bpf_core_type_size(struct request) : 0;
+}
+
+/* The request's disk. Keyed by its address, not its dev_t: NVMe multipath path disks
+ * (nvme0c1n1) are hidden and have no dev_t. */
+static __always_inline __u64 rq_disk(struct request* rq) {
+  if (bpf_core_field_exists(((struct request___old*)0)->rq_disk)) {
+    return (__u64)BPF_CORE_READ((struct request___old*)rq, rq_disk);
+  }
+  return (__u64)BPF_CORE_READ(rq, q, disk);
+}
+
+/* The host request whose command capsule a send completion belongs to: the completion's ib_cqe
+ * is the one embedded in the driver's request (nvme_rdma_request.sqe.cqe). */
+static __always_inline __u64 rdma_sent_rq(struct ib_wc___nv* wc) {
+  __u64 cqe = (__u64)BPF_CORE_READ(wc, wr_cqe);
+  __u64 req = cqe - bpf_core_field_offset(struct nvme_rdma_qe___nv, cqe) -
+              bpf_core_field_offset(struct nvme_rdma_request___nv, sqe);
+  return cqe ? rq_from_pdu(req) : 0;
+}
+
+/* NVMe I/O opcode -> NVMEOF_OP_*. */
+static __always_inline __u8 nvme_op(__u8 opcode) {
+  switch (opcode) {
+    case 0x02:
+      return NVMEOF_OP_READ;
+    case 0x01:
+      return NVMEOF_OP_WRITE;
+    case 0x00:
+      return NVMEOF_OP_FLUSH;
+    case 0x09: /* dataset management (deallocate) */
+      return NVMEOF_OP_DISCARD;
+    default:
+      return NVMEOF_OP_OTHER;
+  }
+}
+
+/* The nvmet_req inside an nvmet_rdma_rsp, from the completion's ib_cqe at `cqe_offset`. */
+static __always_inline __u64 rdma_rsp_req(struct ib_wc___nv* wc, __u64 cqe_offset) {
+  __u64 cqe = (__u64)BPF_CORE_READ(wc, wr_cqe);
+  if (!cqe) return 0;
+  return cqe - cqe_offset + bpf_core_field_offset(struct nvmet_rdma_rsp___nv, req);
+}
+
+/* The target's receive stash `s` (a per-CPU slot of the object's counters): the receive hook
+ * puts the time the capsule's receive processing starts there, and nvmet_req_init(), which
+ * follows on this CPU in the same call, takes it (and clears it for the next capsule). */
+static __always_inline void recv_stash(__u64* s) {
+  if (s) *s = bpf_ktime_get_ns();
+}
+
+static __always_inline __u64 recv_take(__u64* s) {
+  __u64 recv = 0;
+  if (s) {
+    recv = *s;
+    *s = 0;
+  }
+  return recv;
+}
+
+/* The taken stash as the command's receive point, or 0: a stash older than a second belongs to
+ * a command received without reaching init here. */
+static __always_inline __u64 recv_point(__u64 recv, __u64 now) {
+  return recv && recv <= now && now - recv < 1000000000ULL ? recv : 0;
+}
+
+/* A target I/O command's submission queue and subsystem, and its opcode (0 if unreadable);
+ * false for admin commands and commands without a subsystem. */
+static __always_inline bool target_io(struct nvmet_req___nv* req, struct nvmet_sq___nv** sq,
+                                      struct nvmet_subsys___nv** subsys, __u8* opcode) {
+  void* cmd;
+  *sq = BPF_CORE_READ(req, sq);
+  if (!*sq || BPF_CORE_READ(*sq, qid) == 0) return false;
+  *subsys = BPF_CORE_READ(*sq, ctrl, subsys);
+  if (!*subsys) return false;
+  cmd = BPF_CORE_READ(req, cmd);
+  if (cmd) bpf_probe_read_kernel(opcode, 1, cmd);
+  return true;
+}
+
+/* Whether a response hook (the target's `sent` point) is attached for transport `trtype`, by
+ * the object's config array map `config`: if not, a target command ends at done. */
+static __always_inline bool target_sent_hooked(void* config, __u8 trtype) {
+  struct nvmeof_config* cfg;
+  __u32 zero = 0;
+  cfg = bpf_map_lookup_elem(config, &zero);
+  return cfg && trtype < 32 && (cfg->target_sent_hooked & (1U << trtype));
+}
+
+#endif /* NVMEOF_BPF_NVMEOF_COMMON_BPF_H_ */

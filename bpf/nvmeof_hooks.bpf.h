@@ -1,0 +1,324 @@
+/* The NVMe-oF hook entry points, host and target, shared by nvmeof.bpf.c (stage histograms)
+ * and record.bpf.c (per-command records). Both objects hook the same kernel events under the
+ * same program names, since one hook table (NvmeofHooks(), collectors/bpf/nvmeof.cc) attaches
+ * either object's programs by name; what differs is what a hook does with the command. So the
+ * programs live here, once, and call what the including object defines before it includes
+ * this header (libbpf-tools style):
+ *
+ *   __u64 as_id(const void* p, bool direct)   a pointer argument as a number (nvmeof_as_id)
+ *   stamp(__u64 id, int point)                stamps a tracked command's point, once (the
+ *                                             posted, response, data and exec points: both
+ *                                             objects only stamp there)
+ *   void on_setup(struct request* rq, const void* cmd, bool direct)
+ *       cmd: the built NVMe command (tracepoint variants), 0 at function entry (not built yet)
+ *   void on_rdma_sent(struct ib_wc___nv* wc)  host capsule's send completion (RDMA)
+ *   void on_complete_rq(struct request* rq, bool direct)
+ *   void on_end(struct request* rq, bool direct)   the request's final completion
+ *   void on_recv(void)                        target receive processing starts
+ *   void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq)
+ *   void on_done(__u64 id, struct nvmet_req___nv* req)
+ *   void on_sent(__u64 id)                    target response sent
+ *
+ * `id` is the host's struct request or the target's struct nvmet_req address. `direct` is true
+ * in tp_btf/fentry programs (typed pointers, plain loads), false in raw_tp/kprobe ones
+ * (core_shims.h).
+ *
+ * Every hook has fentry and kprobe variants, and the frame hooks (nvme_setup_cmd,
+ * nvme_complete_rq, nvmet_req_init, nvmet_req_complete, block_rq_complete) tp_btf and raw_tp
+ * ones; the exporter enables one variant per hook with set_autoload. tp_btf and fentry programs
+ * test their pointer arguments for NULL first: since 6.12 the verifier types the arguments of
+ * module tracepoints as maybe-NULL and rejects the load otherwise (EACCES). */
+#ifndef NVMEOF_BPF_NVMEOF_HOOKS_BPF_H_
+#define NVMEOF_BPF_NVMEOF_HOOKS_BPF_H_
+
+/* ---- host ---- */
+
+/* setup: the nvme:nvme_setup_cmd tracepoint sits at the end of nvme_setup_cmd() and passes the
+ * built command; the function entry comes before it is built. The tracepoint dereferences cmd
+ * itself, so it is never NULL there. */
+SEC("tp_btf/nvme_setup_cmd")
+int BPF_PROG(nv_setup_tp_btf, struct request* rq, void* cmd) {
+  if (rq) on_setup(rq, cmd, true);
+  return 0;
+}
+
+SEC("raw_tp/nvme_setup_cmd")
+int BPF_PROG(nv_setup_raw_tp, struct request* rq, void* cmd) {
+  on_setup(rq, cmd, false);
+  return 0;
+}
+
+SEC("fentry/nvme_setup_cmd")
+int BPF_PROG(nv_setup_fentry, void* ns, struct request* rq) {
+  if (rq) on_setup(rq, 0, true);
+  return 0;
+}
+
+SEC("kprobe/nvme_setup_cmd")
+int BPF_KPROBE(nv_setup_kprobe, void* ns, struct request* rq) {
+  on_setup(rq, 0, false);
+  return 0;
+}
+
+/* posted (RDMA): nvme_rdma_post_send(queue, &req->sqe, ...) right before ib_post_send(). */
+SEC("fentry/nvme_rdma_post_send")
+int BPF_PROG(nv_rdma_post_fentry, void* queue, void* qe) {
+  stamp(rq_from_pdu(as_id(qe, true) - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe)),
+        NVMEOF_HP_POSTED);
+  return 0;
+}
+
+SEC("kprobe/nvme_rdma_post_send")
+int BPF_KPROBE(nv_rdma_post_kprobe, void* queue, void* qe) {
+  stamp(rq_from_pdu((__u64)qe - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe)),
+        NVMEOF_HP_POSTED);
+  return 0;
+}
+
+/* posted (TCP): the command PDU goes to the socket (6.12+: a function of its own; inlined in
+ * 6.1, where driver submission merges with network and target). */
+SEC("fentry/nvme_tcp_try_send_cmd_pdu")
+int BPF_PROG(nv_tcp_post_fentry, void* req) {
+  stamp(rq_from_pdu(as_id(req, true)), NVMEOF_HP_POSTED);
+  return 0;
+}
+
+SEC("kprobe/nvme_tcp_try_send_cmd_pdu")
+int BPF_KPROBE(nv_tcp_post_kprobe, void* req) {
+  stamp(rq_from_pdu((__u64)req), NVMEOF_HP_POSTED);
+  return 0;
+}
+
+/* sent (RDMA): the command capsule's send completion. */
+SEC("fentry/nvme_rdma_send_done")
+int BPF_PROG(nv_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
+  on_rdma_sent(wc);
+  return 0;
+}
+
+SEC("kprobe/nvme_rdma_send_done")
+int BPF_KPROBE(nv_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
+  on_rdma_sent(wc);
+  return 0;
+}
+
+/* response: the transports hand a received completion to blk-mq via nvme_try_complete_req()
+ * -> blk_mq_complete_request_remote() (an exported block-layer function). */
+SEC("fentry/blk_mq_complete_request_remote")
+int BPF_PROG(nv_response_fentry, struct request* rq) {
+  stamp(as_id(rq, true), NVMEOF_HP_RESPONSE);
+  return 0;
+}
+
+SEC("kprobe/blk_mq_complete_request_remote")
+int BPF_KPROBE(nv_response_kprobe, struct request* rq) {
+  stamp((__u64)rq, NVMEOF_HP_RESPONSE);
+  return 0;
+}
+
+/* complete: nvme:nvme_complete_rq fires at the top of nvme_complete_rq(). */
+SEC("tp_btf/nvme_complete_rq")
+int BPF_PROG(nv_complete_tp_btf, struct request* rq) {
+  if (rq) on_complete_rq(rq, true);
+  return 0;
+}
+
+SEC("raw_tp/nvme_complete_rq")
+int BPF_PROG(nv_complete_raw_tp, struct request* rq) {
+  on_complete_rq(rq, false);
+  return 0;
+}
+
+SEC("fentry/nvme_complete_rq")
+int BPF_PROG(nv_complete_fentry, struct request* rq) {
+  if (rq) on_complete_rq(rq, true);
+  return 0;
+}
+
+SEC("kprobe/nvme_complete_rq")
+int BPF_KPROBE(nv_complete_kprobe, struct request* rq) {
+  on_complete_rq(rq, false);
+  return 0;
+}
+
+/* end: the request ends in the block layer (see block.bpf.c for the two variants' reach).
+ * Partial completions come first with nr_bytes < the bytes left; the final one ends it. */
+static __always_inline void on_rq_end(struct request* rq, __u32 nr_bytes, bool direct) {
+  if (nr_bytes >= NVMEOF_READ(direct, rq, __data_len)) on_end(rq, direct);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(nv_end_tp_btf, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
+  if (rq) on_rq_end(rq, nr_bytes, true);
+  return 0;
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(nv_end_raw_tp, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
+  on_rq_end(rq, nr_bytes, false);
+  return 0;
+}
+
+SEC("fentry/blk_update_request")
+int BPF_PROG(nv_end_fentry, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
+  if (rq) on_rq_end(rq, nr_bytes, true);
+  return 0;
+}
+
+SEC("kprobe/blk_update_request")
+int BPF_KPROBE(nv_end_kprobe, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
+  on_rq_end(rq, nr_bytes, false);
+  return 0;
+}
+
+/* ---- target ---- */
+
+/* receive: the capsule's receive processing starts; nvmet_req_init() follows on this CPU in
+ * the same call (RDMA: recv_done -> handle_command; TCP: try_recv_pdu -> done_recv_pdu). */
+SEC("fentry/nvmet_rdma_recv_done")
+int BPF_PROG(nv_t_rdma_recv_fentry) {
+  on_recv();
+  return 0;
+}
+
+SEC("kprobe/nvmet_rdma_recv_done")
+int BPF_KPROBE(nv_t_rdma_recv_kprobe) {
+  on_recv();
+  return 0;
+}
+
+SEC("fentry/nvmet_tcp_try_recv_pdu")
+int BPF_PROG(nv_t_tcp_recv_fentry) {
+  on_recv();
+  return 0;
+}
+
+SEC("kprobe/nvmet_tcp_try_recv_pdu")
+int BPF_KPROBE(nv_t_tcp_recv_kprobe) {
+  on_recv();
+  return 0;
+}
+
+/* init: nvmet:nvmet_req_init fires in nvmet_req_init() once the command parsed; the function
+ * entry (fentry/kprobe) comes before req->sq is set, so those take the sq argument. The
+ * received command is in req->cmd before nvmet_req_init() runs (every variant sees it). */
+SEC("tp_btf/nvmet_req_init")
+int BPF_PROG(nv_t_init_tp_btf, struct nvmet_req___nv* req) {
+  if (req) on_init(as_id(req, true), req, BPF_CORE_READ(req, sq));
+  return 0;
+}
+
+SEC("raw_tp/nvmet_req_init")
+int BPF_PROG(nv_t_init_raw_tp, struct nvmet_req___nv* req) {
+  on_init((__u64)req, req, BPF_CORE_READ(req, sq));
+  return 0;
+}
+
+SEC("fentry/nvmet_req_init")
+int BPF_PROG(nv_t_init_fentry, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
+  if (req) on_init(as_id(req, true), req, sq);
+  return 0;
+}
+
+SEC("kprobe/nvmet_req_init")
+int BPF_KPROBE(nv_t_init_kprobe, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
+  on_init((__u64)req, req, sq);
+  return 0;
+}
+
+/* data (RDMA): the RDMA READ of a write's data from the host completed. */
+SEC("fentry/nvmet_rdma_read_data_done")
+int BPF_PROG(nv_t_rdma_data_fentry, void* cq, struct ib_wc___nv* wc) {
+  stamp(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe)),
+        NVMEOF_TP_DATA);
+  return 0;
+}
+
+SEC("kprobe/nvmet_rdma_read_data_done")
+int BPF_KPROBE(nv_t_rdma_data_kprobe, void* cq, struct ib_wc___nv* wc) {
+  stamp(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe)),
+        NVMEOF_TP_DATA);
+  return 0;
+}
+
+/* exec: the backing block device's or file's I/O is issued. */
+SEC("fentry/nvmet_bdev_execute_rw")
+int BPF_PROG(nv_t_bdev_exec_fentry, void* req) {
+  stamp(as_id(req, true), NVMEOF_TP_EXEC);
+  return 0;
+}
+
+SEC("kprobe/nvmet_bdev_execute_rw")
+int BPF_KPROBE(nv_t_bdev_exec_kprobe, void* req) {
+  stamp((__u64)req, NVMEOF_TP_EXEC);
+  return 0;
+}
+
+SEC("fentry/nvmet_file_execute_rw")
+int BPF_PROG(nv_t_file_exec_fentry, void* req) {
+  stamp(as_id(req, true), NVMEOF_TP_EXEC);
+  return 0;
+}
+
+SEC("kprobe/nvmet_file_execute_rw")
+int BPF_KPROBE(nv_t_file_exec_kprobe, void* req) {
+  stamp((__u64)req, NVMEOF_TP_EXEC);
+  return 0;
+}
+
+/* done: nvmet:nvmet_req_complete fires when the command completed, before the response is
+ * queued to the transport. */
+SEC("tp_btf/nvmet_req_complete")
+int BPF_PROG(nv_t_done_tp_btf, struct nvmet_req___nv* req) {
+  if (req) on_done(as_id(req, true), req);
+  return 0;
+}
+
+SEC("raw_tp/nvmet_req_complete")
+int BPF_PROG(nv_t_done_raw_tp, struct nvmet_req___nv* req) {
+  on_done((__u64)req, req);
+  return 0;
+}
+
+SEC("fentry/nvmet_req_complete")
+int BPF_PROG(nv_t_done_fentry, struct nvmet_req___nv* req) {
+  if (req) on_done(as_id(req, true), req);
+  return 0;
+}
+
+SEC("kprobe/nvmet_req_complete")
+int BPF_KPROBE(nv_t_done_kprobe, struct nvmet_req___nv* req) {
+  on_done((__u64)req, req);
+  return 0;
+}
+
+/* sent (RDMA): the response's send completion (for reads after the RDMA WRITE of the data). */
+SEC("fentry/nvmet_rdma_send_done")
+int BPF_PROG(nv_t_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
+  on_sent(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe)));
+  return 0;
+}
+
+SEC("kprobe/nvmet_rdma_send_done")
+int BPF_KPROBE(nv_t_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
+  on_sent(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe)));
+  return 0;
+}
+
+/* sent (TCP): the response PDU goes to the socket (6.12+; inlined in 6.1, where the target's
+ * commands end at nvmet_req_complete). */
+SEC("fentry/nvmet_try_send_response")
+int BPF_PROG(nv_t_tcp_sent_fentry, void* cmd) {
+  __u64 c = as_id(cmd, true);
+  on_sent(c ? c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req) : 0);
+  return 0;
+}
+
+SEC("kprobe/nvmet_try_send_response")
+int BPF_KPROBE(nv_t_tcp_sent_kprobe, void* cmd) {
+  __u64 c = (__u64)cmd;
+  on_sent(c ? c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req) : 0);
+  return 0;
+}
+
+#endif /* NVMEOF_BPF_NVMEOF_HOOKS_BPF_H_ */
