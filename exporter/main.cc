@@ -15,6 +15,7 @@
 #include "collectors/bpf.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
+#include "exporter/privileges.h"
 #include "exporter/profile/live.h"
 #include "exporter/profile/report.h"
 #include "exporter/profile/top.h"
@@ -60,6 +61,9 @@ int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
     enabled += (enabled.empty() ? "" : ",") + std::string(info.name);
   }
   scraper = std::make_unique<nvmeof::Scraper>(std::move(collectors));
+  // Set up: from here on only the module watcher (and rdma_netlink's STAT_SET, if configured)
+  // can need a capability. Before ready, so no scrape ever runs with more.
+  nvmeof::DropCapabilitiesAfterStartup(options);
   server.SetReady(true);  // publishes `scraper` to the server's threads (release/acquire)
   nvmeof::LogInfo("listening", nvmeof::Kv("address", options.web.listen_address) + " " +
                                    nvmeof::Kv("port", std::to_string(server.port())) + " " +
