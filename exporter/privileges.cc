@@ -141,8 +141,14 @@ CapMask CapabilitiesToKeep(const Options& options, int cap_last_cap) {
     return it != options.collectors.end() && it->second;
   };
   // The watcher attaches hooks of NVMe-oF modules loaded later for as long as the exporter runs.
-  if (enabled("bpf")) keep |= cap_last_cap >= kCapBpf ? Bit(kCapBpf) | Bit(kCapPerfmon)
-                                                      : Bit(kCapSysAdmin);
+  // CAP_SYS_ADMIN too, where held: libbpf opens module BTF objects (BPF_BTF_GET_FD_BY_ID, which
+  // needs it on every kernel) for CO-RE relocations against module types (nvmet's structs) and
+  // for fentry/tp_btf in modules; without it the 6.12 VM's hotload attached no target hook
+  // (load: EPERM for each mechanism). Before Linux 5.8 it is the only way to load at all.
+  if (enabled("bpf")) {
+    keep |= Bit(kCapSysAdmin);
+    if (cap_last_cap >= kCapBpf) keep |= Bit(kCapBpf) | Bit(kCapPerfmon);
+  }
   if (enabled("rdma_netlink") && !options.collector.rdma_netlink.enable_optional_counters.empty())
     keep |= Bit(kCapNetAdmin);
   return keep;

@@ -26,7 +26,8 @@ Options WithCollectors(bool bpf, bool rdma_netlink) {
 }
 
 TEST(Privileges, KeepsWhatTheModuleWatcherNeeds) {
-  EXPECT_EQ(CapabilitiesToKeep(WithCollectors(true, true), 40), kBpfPerfmon);
+  // CAP_SYS_ADMIN where held: module BTF (DropCapabilities intersects with what is held).
+  EXPECT_EQ(CapabilitiesToKeep(WithCollectors(true, true), 40), kBpfPerfmon | kSysAdmin);
   // Before CAP_BPF (Linux 5.8) only CAP_SYS_ADMIN loads tracing programs.
   EXPECT_EQ(CapabilitiesToKeep(WithCollectors(true, true), 37), kSysAdmin);
   EXPECT_EQ(CapabilitiesToKeep(WithCollectors(false, true), 40), 0U);
@@ -40,7 +41,7 @@ TEST(Privileges, NetAdminOnlyForConfiguredOptionalCounters) {
   EXPECT_EQ(CapabilitiesToKeep(o, 40), 0U);
   o.collectors["bpf"] = true;
   o.collectors["rdma_netlink"] = true;
-  EXPECT_EQ(CapabilitiesToKeep(o, 40), kBpfPerfmon | kNetAdmin);
+  EXPECT_EQ(CapabilitiesToKeep(o, 40), kBpfPerfmon | kSysAdmin | kNetAdmin);
 }
 
 TEST(Privileges, NamesAsCapshPrintsThem) {
