@@ -55,7 +55,8 @@ CapMask StatusMask(const std::string& path, const std::string& key) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(key + ":\t", 0) == 0) return std::strtoull(line.c_str() + key.size() + 2, nullptr, 16);
+    if (line.rfind(key + ":\t", 0) == 0)
+      return std::strtoull(line.c_str() + key.size() + 2, nullptr, 16);
   }
   return ~CapMask{0};
 }
