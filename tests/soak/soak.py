@@ -52,6 +52,7 @@ MAP_SLACK = 0          # the disk/op pool is seen whole while settling: no new k
 EXPECTED_WARNINGS = []
 
 POOL = []              # loop indexes in use, for the cleanup at exit
+OWNED = []             # the lock's fd once held: only then does the exit clean up
 stop = threading.Event()
 lock = threading.Lock()
 errors = []            # failures found while running (also checked at the end)
@@ -406,10 +407,24 @@ def main():
     a = ap.parse_args()
     forever = a.seconds in ("0", "--forever")
     duration = float("inf") if forever else float(a.seconds)
-    settle = a.settle if a.settle is not None else (60.0 if duration >= 180 else duration / 3)
+    settle = a.settle if a.settle is not None else (60.0 if duration >= 180 else
+                                                     max(20.0, duration / 3))
+    if duration < settle + 20:
+        print("soak: %s s is too short to settle (%.0f s) and compare; 60 s at least" % (
+            a.seconds, settle))
+        return 2
     if os.geteuid() != 0:
         print("SKIP: not root: loop disks, network namespaces and eBPF need root")
         return SKIP
+    # One soak at a time: two would pick each other's loop indexes and namespaces, and the
+    # cleanup at exit removes what this run may own.
+    lock_fd = os.open("/tmp/nvmeof-soak.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print("SKIP: another soak holds /tmp/nvmeof-soak.lock")
+        return SKIP
+    OWNED.append(lock_fd)
     if not os.path.exists("/dev/loop-control"):
         print("SKIP: no /dev/loop-control (loop module)")
         return SKIP
@@ -453,6 +468,7 @@ def main():
     conn.request("GET", "/metrics")
     first = conn.getresponse().read().decode()
     conn.close()
+    n_collectors = len(re.findall(r"^nvmeof_exporter_collector_success\{", first, re.M))
     m = re.search(r'nvmeof_exporter_bpf_available\{reason="([^"]*)"\} (\d)', first)
     if not m or m.group(2) != "1":
         proc.terminate()
@@ -514,16 +530,16 @@ def main():
     term_s = time.monotonic() - t_term
     log.close()
     return report(a, samples, scrapes, objs, counts, settle, elapsed, leftovers, rc, term_s,
-                  log_path, pool)
+                  log_path, pool, n_collectors)
 
 
-def window(samples, t0, t1, key):
+def window(samples, t0, t1, key, pick=max):
     vals = [s[key] for s in samples if t0 <= s["t"] < t1]
-    return max(vals) if vals else None
+    return pick(vals) if vals else None
 
 
 def report(a, samples, scrapes, objs, counts, settle, elapsed, leftovers, rc, term_s, log_path,
-           pool):
+           pool, n_collectors):
     checks = []  # (ok, what, detail)
 
     def check(ok, what, detail=""):
@@ -576,17 +592,26 @@ def report(a, samples, scrapes, objs, counts, settle, elapsed, leftovers, rc, te
     # Resources: settled = the 10 s before `settle`; final = the last 10 s.
     end = samples[-1]["t"] if samples else 0
     table = []
-    for key, slack, unit in (("rss", RSS_SLACK, "MiB"), ("fds", FD_SLACK, ""),
-                             ("threads", THREAD_SLACK, "")):
-        s = window(samples, settle - 10, settle, key)
-        f = window(samples, end - 10, end + 1, key)
+    # RSS never shrinks much, so its maximum; fds and threads also count scrapes in flight at
+    # the sample, so their minimum over the window, the level a leak would raise.
+    for key, slack, unit, pick in (("rss", RSS_SLACK, "MiB", max), ("fds", FD_SLACK, "", min),
+                                   ("threads", THREAD_SLACK, "", min)):
+        s = window(samples, settle - 10, settle, key, pick)
+        f = window(samples, end - 10, end + 1, key, pick)
         lo = min(x[key] for x in samples)
         hi = max(x[key] for x in samples)
         ok = s is not None and f is not None and f <= s + slack
         div = 2**20 if unit else 1
-        table.append((key, lo / div, s / div if s else 0, f / div if f else 0, hi / div,
-                      "+%g%s" % (slack / div, unit)))
+        table.append(("%s (%s)" % (key, pick.__name__), lo / div, s / div if s else 0,
+                      f / div if f else 0, hi / div, "+%g%s" % (slack / div, unit)))
         check(ok, "%s within bound of settled" % key, "settled %s final %s" % (s, f))
+    # Threads in flight are bounded too: one per open connection (the web server's thread per
+    # connection; this soak opens SCRAPERS) and one per collector at most (a scrape that finds
+    # its collector running waits for that run instead of starting another).
+    cap = min(x["threads"] for x in samples) + SCRAPERS + n_collectors
+    check(max(x["threads"] for x in samples) <= cap,
+          "threads never above the idle level + %d connections + %d collectors (%d)" % (
+              SCRAPERS, n_collectors, cap), "max %d" % max(x["threads"] for x in samples))
     for name in sorted(set(k for x in samples for k in x["maps"])):
         vals = [x["maps"][name] for x in samples if x["maps"].get(name) is not None]
         s = max((x["maps"][name] for x in samples if settle - 10 <= x["t"] < settle
@@ -622,7 +647,7 @@ def report(a, samples, scrapes, objs, counts, settle, elapsed, leftovers, rc, te
     print("  %-28s %10s %10s %10s %10s %8s" % ("resource", "min", "settled", "final", "max", "bound"))
     for name, lo, s, f, hi, b in table:
         print("  %-28s %10.1f %10.1f %10.1f %10.1f %8s" % (name, lo, s, f, hi, b))
-    print("  (settled: max over %.0f-%.0f s; final: max over the last 10 s; MiB for rss)" % (
+    print("  (settled: over %.0f-%.0f s; final: over the last 10 s; MiB for rss)" % (
         max(0, settle - 10), settle))
     failed = [c for c in checks if not c[0]]
     for ok, what, detail in checks:
@@ -637,7 +662,7 @@ if __name__ == "__main__":
         sys.exit(main())
     finally:
         stop.set()
-        for i in range(NETNS_POOL):
+        for i in range(NETNS_POOL if OWNED else 0):
             subprocess.run(["ip", "netns", "del", "nvsk-ns%d" % i], stderr=subprocess.DEVNULL)
         for i in POOL:  # only after an interrupted churn are any left
             if os.path.exists("/sys/block/loop%d" % i):
