@@ -2,7 +2,8 @@
 # Installs what the tests need, builds, and runs every test: unit, end-to-end (with a real
 # Prometheus), fuzzing, and the real-kernel VM suite when tests/vm exists. .ci/run calls this.
 #   SKIP_VM=1 tests/run-all.sh   # host tests only (fuzzing included; SKIP_FUZZ=1 skips it;
-#                                # SANITIZE=0 skips the ASan+UBSan and TSan runs, ~18 min here)
+#                                # SANITIZE=0 skips the ASan+UBSan and TSan runs, ~18 min here;
+#                                # SKIP_SOAK=1 skips the 5-minute soak)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh --test
@@ -54,6 +55,27 @@ fi
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   tests/fuzz/run.sh "${FUZZ_SECONDS:-15}"
 fi
-if [ "${SKIP_VM:-0}" != 1 ] && [ -x tests/vm/run-suite.sh ]; then
-  tests/vm/run-suite.sh --exporter build/nvmeof_exporter
+# The soak (tests/soak/README.md; SKIP_SOAK=1 skips, SOAK_SECONDS sets its length) runs beside
+# the VM suite: it asserts resource bounds, not timings, and touches nothing the VMs use.
+soak_pid=
+if [ "${SKIP_SOAK:-0}" != 1 ]; then
+  soak_log=$(mktemp)
+  tests/soak/soak.sh build/nvmeof_exporter "${SOAK_SECONDS:-300}" >"$soak_log" 2>&1 &
+  soak_pid=$!
 fi
+vm_rc=0
+if [ "${SKIP_VM:-0}" != 1 ] && [ -x tests/vm/run-suite.sh ]; then
+  tests/vm/run-suite.sh --exporter build/nvmeof_exporter || vm_rc=$?
+fi
+if [ -n "$soak_pid" ]; then
+  soak_rc=0
+  wait "$soak_pid" || soak_rc=$?
+  cat "$soak_log"
+  rm -f "$soak_log"
+  case $soak_rc in
+    0) echo "run-all: soak passed" ;;
+    77) echo "run-all: soak SKIPPED (reason above)" ;;
+    *) echo "run-all: soak FAILED ($soak_rc)" >&2; exit 1 ;;
+  esac
+fi
+exit "$vm_rc"
