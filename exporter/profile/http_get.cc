@@ -1,5 +1,6 @@
 #include "exporter/profile/http_get.h"
 
+#include <gnutls/gnutls.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -9,23 +10,173 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <memory>
 #include <thread>
+
+#include "collectors/base/fd.h"
 
 namespace nvmeof::profile {
 
-bool HttpGet(const std::string& url, double timeout_seconds, std::string* body,
+namespace {
+
+std::string Base64(const std::string& in) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned v = 0;
+  int bits = 0;
+  for (unsigned char c : in) {
+    v = (v << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += k[(v >> bits) & 63];
+    }
+  }
+  if (bits > 0) out += k[(v << (6 - bits)) & 63];
+  while (out.size() % 4) out += '=';
+  return out;
+}
+
+// One connection's byte stream: plain, or GnuTLS over the socket.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual bool Send(const std::string& data, std::string* error) = 0;
+  // > 0 bytes read, 0 at the end, < 0 on error (with *error set).
+  virtual long Recv(char* buf, size_t len, std::string* error) = 0;
+};
+
+class PlainStream : public Stream {
+ public:
+  explicit PlainStream(int fd) : fd_(fd) {}
+  bool Send(const std::string& data, std::string* error) override {
+    size_t sent = 0;
+    while (sent < data.size()) {
+      const ssize_t n = send(fd_, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) {
+        *error = "send failed";
+        return false;
+      }
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  long Recv(char* buf, size_t len, std::string* error) override {
+    const ssize_t n = recv(fd_, buf, len, 0);
+    if (n < 0) *error = "read failed or timed out";
+    return n;
+  }
+
+ private:
+  int fd_;
+};
+
+class TlsStream : public Stream {
+ public:
+  ~TlsStream() override {
+    if (session_) {
+      gnutls_bye(session_, GNUTLS_SHUT_WR);
+      gnutls_deinit(session_);
+    }
+    if (cred_) gnutls_certificate_free_credentials(cred_);
+  }
+  bool Start(int fd, const std::string& host, const HttpClientOptions& o, std::string* error) {
+    int rc = gnutls_certificate_allocate_credentials(&cred_);
+    if (rc >= 0) {
+      rc = o.ca_file.empty()
+               ? gnutls_certificate_set_x509_system_trust(cred_)
+               : gnutls_certificate_set_x509_trust_file(cred_, o.ca_file.c_str(), GNUTLS_X509_FMT_PEM);
+      if (rc == 0 && !o.ca_file.empty()) rc = GNUTLS_E_FILE_ERROR;  // no certificate in it
+    }
+    if (rc < 0) {
+      *error = "CA " + (o.ca_file.empty() ? std::string("system trust") : o.ca_file) + ": " +
+               gnutls_strerror(rc);
+      return false;
+    }
+    if ((rc = gnutls_init(&session_, GNUTLS_CLIENT)) < 0 ||
+        (rc = gnutls_set_default_priority(session_)) < 0 ||
+        (rc = gnutls_credentials_set(session_, GNUTLS_CRD_CERTIFICATE, cred_)) < 0) {
+      *error = std::string("TLS setup: ") + gnutls_strerror(rc);
+      return false;
+    }
+    gnutls_server_name_set(session_, GNUTLS_NAME_DNS, host.data(), host.size());
+    if (!o.insecure_skip_verify) gnutls_session_set_verify_cert(session_, host.c_str(), 0);
+    gnutls_transport_set_int(session_, fd);
+    gnutls_handshake_set_timeout(session_,
+                                 static_cast<unsigned>(o.timeout_seconds * 1000));
+    do {
+      rc = gnutls_handshake(session_);
+    } while (rc < 0 && gnutls_error_is_fatal(rc) == 0);
+    if (rc < 0) {
+      *error = std::string("TLS handshake: ") + gnutls_strerror(rc);
+      if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+        gnutls_datum_t why{};
+        if (gnutls_certificate_verification_status_print(
+                gnutls_session_get_verify_cert_status(session_), GNUTLS_CRT_X509, &why, 0) == 0) {
+          *error += std::string(" (") + reinterpret_cast<const char*>(why.data) + ")";
+          gnutls_free(why.data);
+        }
+      }
+      return false;
+    }
+    return true;
+  }
+  bool Send(const std::string& data, std::string* error) override {
+    size_t sent = 0;
+    while (sent < data.size()) {
+      const ssize_t n = gnutls_record_send(session_, data.data() + sent, data.size() - sent);
+      if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) continue;
+      if (n < 0) {
+        *error = std::string("TLS send: ") + gnutls_strerror(static_cast<int>(n));
+        return false;
+      }
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  long Recv(char* buf, size_t len, std::string* error) override {
+    for (;;) {
+      const ssize_t n = gnutls_record_recv(session_, buf, len);
+      if (n == GNUTLS_E_INTERRUPTED) continue;
+      if (n == GNUTLS_E_PREMATURE_TERMINATION) return 0;  // closed without close_notify
+      if (n < 0) *error = std::string("TLS read: ") + gnutls_strerror(static_cast<int>(n));
+      return n;
+    }
+  }
+
+ private:
+  gnutls_certificate_credentials_t cred_ = nullptr;
+  gnutls_session_t session_ = nullptr;
+};
+
+}  // namespace
+
+bool HttpGet(const std::string& url, const HttpClientOptions& options, std::string* body,
              std::string* error) {
-  if (url.rfind("http://", 0) != 0) {
-    *error = "only http:// URLs are supported (https is not built yet)";
+  const double timeout_seconds = options.timeout_seconds;
+  const bool tls = url.rfind("https://", 0) == 0;
+  if (!tls && url.rfind("http://", 0) != 0) {
+    *error = "expected an http:// or https:// URL";
     return false;
   }
-  std::string rest = url.substr(7);
+  std::string authorization;
+  if (!options.username.empty()) {
+    std::ifstream in(options.password_file);
+    std::string password;
+    if (options.password_file.empty() || !in || !std::getline(in, password)) {
+      *error = "basic auth: cannot read a password from \"" + options.password_file + "\"";
+      return false;
+    }
+    authorization = "Authorization: Basic " + Base64(options.username + ":" + password) + "\r\n";
+  }
+  std::string rest = url.substr(tls ? 8 : 7);
   std::string path = "/metrics";
   if (auto slash = rest.find('/'); slash != std::string::npos) {
     path = rest.substr(slash);
     rest = rest.substr(0, slash);
   }
-  std::string host = rest, port = "80";
+  std::string host = rest, port = tls ? "443" : "80";
   if (!rest.empty() && rest[0] == '[') {
     const auto close = rest.find(']');
     if (close == std::string::npos) {
@@ -45,54 +196,47 @@ bool HttpGet(const std::string& url, double timeout_seconds, std::string* body,
     *error = host + ":" + port + ": " + gai_strerror(rc);
     return false;
   }
-  int fd = -1;
+  UniqueFd fd;
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) continue;
+    fd = UniqueFd(socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!fd.valid()) continue;
     timeval tv{};
     tv.tv_sec = static_cast<time_t>(timeout_seconds);
     tv.tv_usec = static_cast<suseconds_t>((timeout_seconds - static_cast<double>(tv.tv_sec)) * 1e6);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
-    close(fd);
-    fd = -1;
+    setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) break;
+    fd = UniqueFd();
   }
   freeaddrinfo(res);
-  if (fd < 0) {
+  if (!fd.valid()) {
     *error = "cannot connect to " + host + ":" + port;
     return false;
   }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + rest +
-                              "\r\nAccept: text/plain\r\nConnection: close\r\n\r\n";
-  size_t sent = 0;
-  while (sent < request.size()) {
-    const ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) {
-      close(fd);
-      *error = "send failed";
-      return false;
-    }
-    sent += static_cast<size_t>(n);
+  std::unique_ptr<Stream> stream;
+  if (tls) {
+    auto t = std::make_unique<TlsStream>();
+    if (!t->Start(fd.get(), host, options, error)) return false;
+    stream = std::move(t);
+  } else {
+    stream = std::make_unique<PlainStream>(fd.get());
   }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + rest + "\r\n" +
+                              authorization + "Accept: text/plain\r\nConnection: close\r\n\r\n";
+  if (!stream->Send(request, error)) return false;
   std::string response;
   char buf[65536];
   for (;;) {
-    const ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n < 0) {
-      close(fd);
-      *error = "read failed or timed out";
-      return false;
-    }
+    const long n = stream->Recv(buf, sizeof buf, error);
+    if (n < 0) return false;
     if (n == 0) break;
     response.append(buf, static_cast<size_t>(n));
     if (response.size() > (256u << 20)) {
-      close(fd);
       *error = "response larger than 256 MiB";
       return false;
     }
   }
-  close(fd);
+  stream.reset();  // TLS goodbye before the socket closes
   const size_t head_end = response.find("\r\n\r\n");
   if (head_end == std::string::npos || response.rfind("HTTP/1.", 0) != 0) {
     *error = "not an HTTP response";

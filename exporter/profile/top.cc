@@ -289,6 +289,7 @@ void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostr
 
 int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string from;
+  HttpClientOptions client;
   bool once = false, json = false;
   double interval = 2;
   std::uint64_t every = 8;
@@ -298,6 +299,14 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if ((a == "-s" || a == "--sample-every") && i + 1 < args.size()) a += "=" + args[++i];
     if (a.rfind("--from=", 0) == 0) {
       from = a.substr(7);
+    } else if (a.rfind("--from.ca-file=", 0) == 0) {
+      client.ca_file = a.substr(15);
+    } else if (a == "--from.insecure-skip-verify") {
+      client.insecure_skip_verify = true;
+    } else if (a.rfind("--from.username=", 0) == 0) {
+      client.username = a.substr(16);
+    } else if (a.rfind("--from.password-file=", 0) == 0) {
+      client.password_file = a.substr(21);
     } else if (a == "--once") {
       once = true;
     } else if (a == "--format=json") {
@@ -323,8 +332,10 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
     } else if (a.rfind("--bpf.mechanism=", 0) == 0) {
       mechanism = a.substr(16);
     } else {
-      err << "usage: nvmeof_exporter top [--from=http://HOST:PORT[/metrics]] [--once] "
+      err << "usage: nvmeof_exporter top [--from=http[s]://HOST:PORT[/metrics]] [--once] "
              "[--interval=SECONDS] [--format=json] [-s=N] [--bpf.mechanism=M]\n"
+             "  --from over https: [--from.ca-file=PEM] [--from.insecure-skip-verify]\n"
+             "  basic auth: --from.username=USER --from.password-file=FILE (first line)\n"
              "  without --from: loads its own eBPF programs (root), samples 1 in N (8)\n";
       return a == "--help" ? 0 : 2;
     }
@@ -333,7 +344,7 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
     return RunTopLive(interval, once, json, static_cast<std::uint32_t>(every), mechanism, out, err);
   auto scrape = [&](std::vector<Sample>* samples) {
     std::string body, error;
-    if (!HttpGet(from, 10, &body, &error) || !ParseExposition(body, samples, &error)) {
+    if (!HttpGet(from, client, &body, &error) || !ParseExposition(body, samples, &error)) {
       err << "nvmeof_exporter top: " << from << ": " << error << "\n";
       return false;
     }

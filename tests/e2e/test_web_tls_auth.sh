@@ -36,6 +36,28 @@ proto=$(curl -s -o /dev/null -w '%{scheme} %{http_version}' --cacert "$WORK/cert
   --tlsv1.3 "$URL")
 pass "correct client gets /metrics over TLS 1.3 ($proto)"
 
+# `top --from` reads the same endpoint through the web config: TLS verified against the CA,
+# basic auth from a password file.
+printf 's3cret\n' >"$WORK/pw"
+printf 'wrong\n' >"$WORK/pw-wrong"
+"$EXPORTER" top --from="$URL" --from.ca-file="$WORK/cert.pem" --from.username=prom \
+  --from.password-file="$WORK/pw" --once --interval=0.3 --format=json >"$WORK/top.json" \
+  2>"$WORK/top.log" || fail "top --from over TLS with basic auth exited $?: $(cat "$WORK/top.log")"
+python3 -c 'import json,sys; f=json.load(open(sys.argv[1])); assert "groups" in f, f' \
+  "$WORK/top.json" || fail "top's frame: $(cat "$WORK/top.json")"
+top_refused() {  # top_refused WHAT EXPECTED-SUBSTRING ARGS...
+  local what=$1 want=$2 rc=0
+  shift 2
+  "$EXPORTER" top --from="$URL" --once --interval=0.3 "$@" >"$WORK/top.out" 2>&1 || rc=$?
+  [ $rc = 1 ] || fail "top, $what: expected exit 1, got $rc: $(cat "$WORK/top.out")"
+  grep -q -- "$want" "$WORK/top.out" || fail "top, $what: no \"$want\" in: $(cat "$WORK/top.out")"
+}
+top_refused "wrong password" "HTTP 401" --from.ca-file="$WORK/cert.pem" --from.username=prom \
+  --from.password-file="$WORK/pw-wrong"
+top_refused "no credentials" "HTTP 401" --from.ca-file="$WORK/cert.pem"
+top_refused "untrusted certificate" "TLS handshake" --from.username=prom --from.password-file="$WORK/pw"
+pass "top --from over TLS with basic auth reads /metrics; wrong, missing credentials and an untrusted certificate exit 1 ($(head -c 120 "$WORK/top.out"))"
+
 # Malformed web configs: exit 2 at start, naming what is wrong.
 bad() {  # bad NAME EXPECTED-SUBSTRING  (config text on stdin)
   cat >"$WORK/bad-$1.yml"
