@@ -281,7 +281,8 @@ class BpfCollector : public Collector {
                   {"transport", transport},
                   {"op", std::string(BlockOpName(k.op))},
                   {"nqn", nqn->second}};
-        if (k.detail != NVMEOF_DETAIL_CONTROLLER) labels.push_back({"nvmet_port", std::to_string(k.port)});
+        if (k.detail != NVMEOF_DETAIL_CONTROLLER)
+          labels.push_back({"nvmet_port", std::to_string(k.port)});
       }
       if (k.size) labels.push_back({"size", std::string(SizeClassName(k.size))});
       std::map<Labels, HistSum>* into = &commands;

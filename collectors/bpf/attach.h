@@ -106,7 +106,7 @@ struct ProgramStats {
 // cgroup (kernels >= 5.11), so it counts against the unit's MemoryMax.
 struct MapSize {
   std::string name;
-  std::uint64_t bytes = 0;                // ceiling: max_entries x (key + value [x CPUs])
+  std::uint64_t bytes = 0;               // ceiling: max_entries x (key + value [x CPUs])
   std::optional<std::uint64_t> entries;  // live entries, for the maps that allocate per series
 };
 

@@ -210,9 +210,9 @@ std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part
     sizes.push_back({bpf_map__name(map), bytes, std::nullopt});
     total += bytes;
   }
-  LogInfo("eBPF maps (most memory they can take)", Kv("part", part) + " " + Kv("maps", std::to_string(sizes.size())) + " " +
-                           Kv("bytes", std::to_string(total)) + " " +
-                           Kv("cpus", std::to_string(ncpus)));
+  LogInfo("eBPF maps (most memory they can take)",
+          Kv("part", part) + " " + Kv("maps", std::to_string(sizes.size())) + " " +
+              Kv("bytes", std::to_string(total)) + " " + Kv("cpus", std::to_string(ncpus)));
   return sizes;
 }
 

@@ -150,14 +150,14 @@ class KernelNvmeofSource : public NvmeofSource {
                                                 }
                                                 out->series.push_back(s);
                                               });
-    ForEachPerCpu<nvmeof_series, std::uint64_t>(
-        bpf_map__fd(maps_->maps.nv_commands), ncpus_, [&](const auto& key, const auto& percpu) {
-          NvmeofSeries s;
-          s.key = key;
-          for (auto c : percpu) s.hist.count += c;
-          out->series.push_back(s);
-          ++commands;
-        });
+    ForEachPerCpu<nvmeof_series, std::uint64_t>(bpf_map__fd(maps_->maps.nv_commands), ncpus_,
+                                                [&](const auto& key, const auto& percpu) {
+                                                  NvmeofSeries s;
+                                                  s.key = key;
+                                                  for (auto c : percpu) s.hist.count += c;
+                                                  out->series.push_back(s);
+                                                  ++commands;
+                                                });
     SetMapEntries(out->maps, "nv_hists", out->series.size() - commands);
     SetMapEntries(out->maps, "nv_commands", commands);
     int nfd = bpf_map__fd(maps_->maps.nv_names);

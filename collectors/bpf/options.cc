@@ -9,11 +9,11 @@ bool ValidBpfMechanism(const std::string& m) {
 }
 
 bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
-  if (!CheckKeys(node, "bpf",
-                 {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
-                  "block_devices", "size_classes", "protobuf_histograms", "stage_detail",
-                  "map_memory_max"},
-                 error)) {
+  if (!CheckKeys(
+          node, "bpf",
+          {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats", "block_devices",
+           "size_classes", "protobuf_histograms", "stage_detail", "map_memory_max"},
+          error)) {
     return false;
   }
   if (node["mechanism"]) {
@@ -71,9 +71,8 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
       return false;
     }
   }
-  if (node["map_memory_max"] &&
-      !ReadUint(node["map_memory_max"], "bpf.map_memory_max", 1ULL << 20, 1ULL << 40,
-                &bpf->map_memory_max, error)) {
+  if (node["map_memory_max"] && !ReadUint(node["map_memory_max"], "bpf.map_memory_max", 1ULL << 20,
+                                          1ULL << 40, &bpf->map_memory_max, error)) {
     return false;
   }
   if (node["enable_stats"] &&
@@ -93,7 +92,8 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
 
 std::uint32_t HistMapEntries(std::uint64_t max_bytes, std::size_t key_size, std::size_t value_size,
                              int cpus, std::uint32_t floor, std::uint32_t ceiling) {
-  const std::uint64_t per_entry = key_size + value_size * static_cast<std::uint64_t>(cpus > 0 ? cpus : 1);
+  const std::uint64_t per_entry =
+      key_size + value_size * static_cast<std::uint64_t>(cpus > 0 ? cpus : 1);
   const std::uint64_t n = max_bytes / per_entry;
   return static_cast<std::uint32_t>(n < floor ? floor : n > ceiling ? ceiling : n);
 }

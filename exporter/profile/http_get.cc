@@ -84,9 +84,9 @@ class TlsStream : public Stream {
   bool Start(int fd, const std::string& host, const HttpClientOptions& o, std::string* error) {
     int rc = gnutls_certificate_allocate_credentials(&cred_);
     if (rc >= 0) {
-      rc = o.ca_file.empty()
-               ? gnutls_certificate_set_x509_system_trust(cred_)
-               : gnutls_certificate_set_x509_trust_file(cred_, o.ca_file.c_str(), GNUTLS_X509_FMT_PEM);
+      rc = o.ca_file.empty() ? gnutls_certificate_set_x509_system_trust(cred_)
+                             : gnutls_certificate_set_x509_trust_file(cred_, o.ca_file.c_str(),
+                                                                      GNUTLS_X509_FMT_PEM);
       if (rc == 0 && !o.ca_file.empty()) rc = GNUTLS_E_FILE_ERROR;  // no certificate in it
     }
     if (rc < 0) {
@@ -103,8 +103,7 @@ class TlsStream : public Stream {
     gnutls_server_name_set(session_, GNUTLS_NAME_DNS, host.data(), host.size());
     if (!o.insecure_skip_verify) gnutls_session_set_verify_cert(session_, host.c_str(), 0);
     gnutls_transport_set_int(session_, fd);
-    gnutls_handshake_set_timeout(session_,
-                                 static_cast<unsigned>(o.timeout_seconds * 1000));
+    gnutls_handshake_set_timeout(session_, static_cast<unsigned>(o.timeout_seconds * 1000));
     do {
       rc = gnutls_handshake(session_);
     } while (rc < 0 && gnutls_error_is_fatal(rc) == 0);

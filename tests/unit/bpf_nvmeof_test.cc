@@ -221,15 +221,17 @@ TEST_F(BpfNvmeofCollectorTest, ControllerDetailStagesCarryTheControllerNotTheNam
   gone.key.detail = NVMEOF_DETAIL_CONTROLLER;  // nvme5 has no sysfs entry: disconnected
   fake->snap.series = {
       Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 56, 0),
-      Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 7, 9000),
-      stage, pcie, gone};
+      Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 7, 9000), stage, pcie,
+      gone};
   auto forgotten = fake->forgotten;
   MetricSink sink = Collect(std::move(fake));
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvme_namespace", "nvme0n1"}}), 56);
   EXPECT_EQ(Select(sink, "nvmeof_command_latency_seconds", {{"nvme_namespace", "nvme0n1"}}).size(),
             1u);
   auto s = Select(sink, "nvmeof_stage_latency_seconds",
-                  {{"role", "host"}, {"transport", "rdma"}, {"controller", "nvme1"},
+                  {{"role", "host"},
+                   {"transport", "rdma"},
+                   {"controller", "nvme1"},
                    {"stage", "driver_submit"}});
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0]->histogram.sample_count, 7u);

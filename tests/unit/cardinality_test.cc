@@ -87,8 +87,8 @@ class CardinalityTest : public ScratchTree {
 
   // The host: RDMA path disks nvme0c<ctrl>n<ns>, 6 host stages per (namespace, op).
   void Host(ShapeSource& src, std::uint8_t detail) {
-    const std::uint8_t points[] = {NVMEOF_HP_ALLOC,    NVMEOF_HP_SETUP,    NVMEOF_HP_POSTED,
-                                   NVMEOF_HP_SENT,     NVMEOF_HP_RESPONSE, NVMEOF_HP_COMPLETE,
+    const std::uint8_t points[] = {NVMEOF_HP_ALLOC, NVMEOF_HP_SETUP,    NVMEOF_HP_POSTED,
+                                   NVMEOF_HP_SENT,  NVMEOF_HP_RESPONSE, NVMEOF_HP_COMPLETE,
                                    NVMEOF_HP_END};
     for (int c = 0; c < 4; ++c) {
       Write("class/nvme/nvme" + std::to_string(c) + "/transport", "rdma\n");
@@ -200,7 +200,7 @@ TEST_F(CardinalityTest, HostWithinBudgetAtDefaultDetail) {
   RecordProperty("histograms", std::to_string(n.histograms));
   RecordProperty("text", std::to_string(n.text));
   EXPECT_EQ(n.histograms, 4u * 2 * 6 + 32 * 2);  // stages per controller, end to end per namespace
-  EXPECT_EQ(n.native, n.histograms + 64);         // + nvmeof_commands_total per namespace and op
+  EXPECT_EQ(n.native, n.histograms + 64);        // + nvmeof_commands_total per namespace and op
   EXPECT_LE(n.native, kNativeBudget);
   EXPECT_LE(n.text, kTextBudget);
   std::printf("host, controller detail: %zu histograms, %zu native series, %zu text series\n",
@@ -240,7 +240,8 @@ TEST_F(CardinalityTest, TargetAndHostAndTargetWithinBudgetAtDefaultDetail) {
   // Never map_full: the default ceiling at 64 CPUs holds both roles' histograms.
   std::set<std::string> keys;
   for (const auto& s : both->snap.series) {
-    if (s.key.kind != NVMEOF_KIND_COMMANDS) keys.emplace(reinterpret_cast<const char*>(&s.key), sizeof(s.key));
+    if (s.key.kind != NVMEOF_KIND_COMMANDS)
+      keys.emplace(reinterpret_cast<const char*>(&s.key), sizeof(s.key));
   }
   EXPECT_EQ(keys.size(), 320u);
   EXPECT_LT(keys.size(), HistMapEntries(options_.bpf.map_memory_max, sizeof(nvmeof_series),
