@@ -12,11 +12,10 @@ using M = Mechanism;
 
 const std::vector<HookSpec>& NvmeofHooks() {
   // Frame hooks list their tracepoints first, like the block hooks: the tracepoints are stable
-  // across kernels and sit exactly at the event. Functions of the host transport modules
-  // (nvme_rdma, nvme_tcp) take a kprobe first: an fentry trampoline holds a reference on its
-  // module (kernel 6.0+), so `rmmod nvme_rdma` would fail while the exporter runs. Other
-  // functions take fentry (cheaper), then kprobe: a target's nvmet is pinned by its tracepoints
-  // anyway, so fentry on nvmet_rdma/nvmet_tcp pins nothing an operator could otherwise unload.
+  // across kernels and sit exactly at the event. Driver hooks are functions: fentry, then kprobe.
+  // fentry pins the driver's module (kernel 6.0+), so `rmmod nvme_rdma` fails while the exporter
+  // runs; kprobes first would not, but tearing them down under I/O panicked the 6.1 and 6.12 VM
+  // kernels (README "NVMe-oF stages").
   static const std::vector<HookSpec> hooks = {
       // host
       {.name = "nvme_setup_cmd",
@@ -30,20 +29,20 @@ const std::vector<HookSpec>& NvmeofHooks() {
       {.name = "nvme_rdma_post_send",
        .required = false,
        .module = "nvme_rdma",
-       .variants = {{M::kKprobe, "nvme_rdma_post_send", "nv_rdma_post_kprobe"},
-                    {M::kFentry, "nvme_rdma_post_send", "nv_rdma_post_fentry"}},
+       .variants = {{M::kFentry, "nvme_rdma_post_send", "nv_rdma_post_fentry"},
+                    {M::kKprobe, "nvme_rdma_post_send", "nv_rdma_post_kprobe"}},
        .gate = "nvme_rdma"},
       {.name = "nvme_rdma_send_done",
        .required = false,
        .module = "nvme_rdma",
-       .variants = {{M::kKprobe, "nvme_rdma_send_done", "nv_rdma_sent_kprobe"},
-                    {M::kFentry, "nvme_rdma_send_done", "nv_rdma_sent_fentry"}},
+       .variants = {{M::kFentry, "nvme_rdma_send_done", "nv_rdma_sent_fentry"},
+                    {M::kKprobe, "nvme_rdma_send_done", "nv_rdma_sent_kprobe"}},
        .gate = "nvme_rdma"},
       {.name = "nvme_tcp_try_send_cmd_pdu",
        .required = false,
        .module = "nvme_tcp",
-       .variants = {{M::kKprobe, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_kprobe"},
-                    {M::kFentry, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_fentry"}},
+       .variants = {{M::kFentry, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_fentry"},
+                    {M::kKprobe, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_kprobe"}},
        .gate = "nvme_tcp"},
       {.name = "blk_mq_complete_request_remote",
        .required = false,

@@ -316,20 +316,6 @@ TEST_F(BpfNvmeofCollectorTest, HooksOfLoadedModulesAreReported) {
       Select(sink, "nvmeof_exporter_bpf_hook_attached", {{"hook", "nvme_setup_cmd"}}).empty());
 }
 
-// An fentry trampoline pins its module, so functions of the modules an operator unloads (the
-// host transports) must prefer a kprobe; everything else prefers the cheaper fentry.
-TEST(NvmeofHooks, HostTransportFunctionsPreferKprobes) {
-  for (const auto& h : NvmeofHooks()) {
-    const bool transport = h.module == "nvme_rdma" || h.module == "nvme_tcp";
-    const Mechanism first = h.variants.front().mechanism;
-    if (transport) {
-      EXPECT_EQ(first, Mechanism::kKprobe) << h.name;
-    } else {
-      EXPECT_NE(first, Mechanism::kKprobe) << h.name;
-    }
-  }
-}
-
 TEST(NvmeofHooks, EveryHookHasFentryAndKprobeAndUniqueNames) {
   std::set<std::string_view> names;
   for (const auto& h : NvmeofHooks()) {
