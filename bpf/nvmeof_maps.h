@@ -66,15 +66,15 @@ struct nvmeof_series {
   /* host: struct gendisk address, or the controller instance (nvme<N>) at controller detail;
    * target: struct nvmet_subsys address */
   unsigned long long id;
-  unsigned short port;   /* target: nvmet port id; host: 0 */
-  unsigned char role;    /* enum nvmeof_role */
-  unsigned char op;      /* enum nvmeof_block_op (block_maps.h) */
-  unsigned char size;    /* size class + 1; 0 when size classes are off */
-  unsigned char trtype;  /* target: NVMEOF_TRTYPE_*; host: 0 */
-  unsigned char kind;    /* enum nvmeof_kind */
-  unsigned char from;    /* first point of the span */
-  unsigned char to;      /* last point of the span */
-  unsigned char detail;  /* enum nvmeof_detail; stage spans only */
+  unsigned short port;  /* target: nvmet port id; host: 0 */
+  unsigned char role;   /* enum nvmeof_role */
+  unsigned char op;     /* enum nvmeof_block_op (block_maps.h) */
+  unsigned char size;   /* size class + 1; 0 when size classes are off */
+  unsigned char trtype; /* target: NVMEOF_TRTYPE_*; host: 0 */
+  unsigned char kind;   /* enum nvmeof_kind */
+  unsigned char from;   /* first point of the span */
+  unsigned char to;     /* last point of the span */
+  unsigned char detail; /* enum nvmeof_detail; stage spans only */
   unsigned char pad[6];
 };
 
@@ -125,8 +125,10 @@ static inline int nvmeof_ctrl_instance(const char* name) {
   for (i = 4; i < 24; i++) {
     char c = name[i];
     if (c >= '0' && c <= '9') {
-      if (after_c) b = b * 10 + (c - '0');
-      else a = a * 10 + (c - '0');
+      if (after_c)
+        b = b * 10 + (c - '0');
+      else
+        a = a * 10 + (c - '0');
       if (a > 0xffff || b > 0xffff) return -1;
       digits++;
     } else if (c == 'c' && !after_c && digits) {

@@ -104,8 +104,8 @@ class KernelProber : public VariantProber {
 // open. Invalid (and one warning logged) when the kernel refuses.
 UniqueFd EnableRunTimeStats();
 
-// Most memory each map of a loaded object can take (MapSize) (not .rodata and the like), and one info line in the log
-// with their sum, naming `part` ("block", "nvmeof").
+// Most memory each map of a loaded object can take (MapSize) (not .rodata and the like), and one
+// info line in the log with their sum, naming `part` ("block", "nvmeof").
 std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part);
 
 bool ReadProgramStats(const bpf_program* program, ProgramStats* stats);
