@@ -39,21 +39,6 @@ std::string_view SizeClassName(std::uint8_t size) {
   return size <= NVMEOF_SIZE_CLASSES ? kNames[size] : "unknown";
 }
 
-std::string_view TransportName(std::uint8_t trtype) {
-  switch (trtype) {
-    case NVMEOF_TRTYPE_RDMA:
-      return "rdma";
-    case NVMEOF_TRTYPE_FC:
-      return "fc";
-    case NVMEOF_TRTYPE_TCP:
-      return "tcp";
-    case NVMEOF_TRTYPE_LOOP:
-      return "loop";
-    default:
-      return "unknown";
-  }
-}
-
 // Run counts and CPU time per program; only while BPF stats are on (else they stand still).
 void EmitMapSizes(std::string_view part, const std::vector<MapSize>& maps, MetricSink& out) {
   for (const auto& m : maps) {
@@ -276,7 +261,7 @@ class BpfCollector : public Collector {
           gone.push_back(k.id);  // the subsystem was deleted
           continue;
         }
-        transport = TransportName(k.trtype);
+        transport = NvmeofTransportName(k.trtype);
         labels = {{"role", "target"},
                   {"transport", transport},
                   {"op", std::string(BlockOpName(k.op))},

@@ -176,6 +176,23 @@ std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::
   return name;
 }
 
+std::string_view NvmeofTransportName(std::uint8_t trtype) {
+  switch (trtype) {
+    case 0:
+      return "pcie";
+    case NVMEOF_TRTYPE_RDMA:
+      return "rdma";
+    case NVMEOF_TRTYPE_FC:
+      return "fc";
+    case NVMEOF_TRTYPE_TCP:
+      return "tcp";
+    case NVMEOF_TRTYPE_LOOP:
+      return "loop";
+    default:
+      return "unknown";
+  }
+}
+
 bool ModuleLoaded(const Paths& paths, std::string_view module) {
   return module.empty() || IsDir(paths.sysfs + "/module/" + std::string(module));
 }

@@ -32,6 +32,10 @@ inline constexpr std::string_view kHookNvmetTcpSendResponse = "nvmet_try_send_re
 std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::uint8_t from,
                             std::uint8_t to);
 
+// The `transport` label of an NVMF_TRTYPE_* value: rdma, fc, tcp, loop; 0 (a host's local
+// controller, as record.bpf.c reports it) is pcie; anything else unknown.
+std::string_view NvmeofTransportName(std::uint8_t trtype);
+
 struct NvmeofSeries {
   nvmeof_series key{};
   nvmeof_hist hist{};  // summed over CPUs

@@ -82,23 +82,6 @@ std::string FrameMechanism(const AttachPlan& plan, bool host) {
 
 }  // namespace
 
-std::string TransportName(std::uint8_t trtype) {
-  switch (trtype) {
-    case NVMEOF_TRTYPE_RDMA:
-      return "rdma";
-    case NVMEOF_TRTYPE_TCP:
-      return "tcp";
-    case NVMEOF_TRTYPE_FC:
-      return "fc";
-    case NVMEOF_TRTYPE_LOOP:
-      return "loop";
-    case 0:
-      return "pcie";
-    default:
-      return "trtype" + std::to_string(trtype);
-  }
-}
-
 std::string OpName(std::uint8_t opcode) {
   switch (opcode) {
     case 0x02:
@@ -117,7 +100,7 @@ std::string OpName(std::uint8_t opcode) {
 Record FromKernel(const nvmeof_record& k, std::uint64_t* dropped) {
   Record r;
   r.role = k.role == NVMEOF_ROLE_HOST ? NVMEOF_ROLE_HOST : NVMEOF_ROLE_TARGET;
-  r.transport = TransportName(k.trtype);
+  r.transport = NvmeofTransportName(k.trtype);
   r.op = OpName(k.opcode);
   r.size = k.bytes;
   r.qid = k.qid;
@@ -174,8 +157,9 @@ std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,
     for (const auto& [id, name] : names)
       if (id == now.key.id) device = name;
     const auto& k = now.key;
-    get(k.role == NVMEOF_ROLE_HOST ? "host" : "target", TransportName(k.trtype), OpName(k.opcode),
-        k.size >= 1 && k.size <= 5 ? SizeClass(kSizeClassBytes[k.size]) : "", device)
+    get(k.role == NVMEOF_ROLE_HOST ? "host" : "target", std::string(NvmeofTransportName(k.trtype)),
+        OpName(k.opcode), k.size >= 1 && k.size <= 5 ? SizeClass(kSizeClassBytes[k.size]) : "",
+        device)
         .commands += delta;
   }
   for (const auto& r : records) {

@@ -16,8 +16,6 @@
 
 namespace nvmeof::profile {
 
-// "rdma", "tcp", "fc", "loop"; "pcie" for 0 (a host controller without fabrics).
-std::string TransportName(std::uint8_t trtype);
 // read, write, flush, discard, other: as the `op` label of /metrics.
 std::string OpName(std::uint8_t opcode);
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "collectors/bpf/nvmeof.h"
 #include "exporter/profile/live.h"
 #include "exporter/profile/record.h"
 #include "exporter/profile/report.h"
@@ -481,8 +482,8 @@ TEST(ProfileLive, FromKernelRecord) {
   EXPECT_EQ(f.records[0].device, "nvme0c0n1");
   EXPECT_EQ(OpName(0x01), "write");
   EXPECT_EQ(OpName(0x09), "discard");
-  EXPECT_EQ(TransportName(NVMEOF_TRTYPE_TCP), "tcp");
-  EXPECT_EQ(TransportName(0), "pcie");
+  EXPECT_EQ(NvmeofTransportName(NVMEOF_TRTYPE_TCP), "tcp");
+  EXPECT_EQ(NvmeofTransportName(0), "pcie");
 }
 
 // Exact commands/s from the group counts, latency and stages from the records.
