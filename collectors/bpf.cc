@@ -208,6 +208,7 @@ class BpfCollector : public Collector {
     std::map<Labels, HistSum> stages, totals, commands;
     std::map<std::uint64_t, std::string> names(snap.names.begin(), snap.names.end());
     std::map<std::uint64_t, std::optional<HostIdentity>> hosts;
+    std::map<std::uint64_t, std::optional<std::string>> ctrl_transports;
     std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began
     const bool have_nvmet = IsDir(options_.paths.configfs + "/nvmet/subsystems");
     for (const auto& s : snap.series) {
@@ -217,7 +218,14 @@ class BpfCollector : public Collector {
       if (k.role == NVMEOF_ROLE_HOST && k.detail == NVMEOF_DETAIL_CONTROLLER) {
         // A stage span of every namespace behind controller nvme<id>.
         const std::string ctrl = "nvme" + std::to_string(k.id);
-        auto t = ReadFile(options_.paths.sysfs + "/class/nvme/" + ctrl + "/transport");
+        auto it = ctrl_transports.find(k.id);  // one sysfs read per controller and scrape
+        if (it == ctrl_transports.end()) {
+          it = ctrl_transports
+                   .emplace(k.id,
+                            ReadFile(options_.paths.sysfs + "/class/nvme/" + ctrl + "/transport"))
+                   .first;
+        }
+        const auto& t = it->second;
         if (!t) {
           gone.push_back(k.id);  // the controller went away (disconnect)
           continue;
