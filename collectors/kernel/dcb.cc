@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -68,17 +67,21 @@ int Message(const struct nlmsghdr* nlh, void* data) {
   return rc == MNL_CB_ERROR ? MNL_CB_ERROR : MNL_CB_STOP;
 }
 
-// The length of the whole messages at the start of `buf`: where mnl_cb_run would stop anyway.
-// libmnl's mnl_nlmsg_ok compares (int)nlmsg_len, so a length of 2^31 or more passes as negative
-// and mnl_cb_run walks off the buffer (found by tests/fuzz/dcb_fuzz); it never sees one here.
+// The length of the whole, padded messages at the start of `buf`; libmnl only ever sees those
+// (both found by tests/fuzz/dcb_fuzz):
+// - mnl_nlmsg_ok compares (int)nlmsg_len, so a length of 2^31 or more passes as negative and
+//   mnl_cb_run walks off the buffer;
+// - mnl_attr_parse walks attributes up to MNL_ALIGN(nlmsg_len), so a last message whose padding
+//   is not in the buffer lets an attribute end up to 3 bytes past it.
 std::size_t FramedLength(const void* buf, std::size_t len) {
   const auto* p = static_cast<const unsigned char*>(buf);
   std::size_t at = 0;
   while (len - at >= sizeof(struct nlmsghdr)) {
     struct nlmsghdr h;
     std::memcpy(&h, p + at, sizeof h);
-    if (h.nlmsg_len < sizeof h || h.nlmsg_len > len - at) break;
-    at += std::min<std::size_t>(MNL_ALIGN(std::size_t{h.nlmsg_len}), len - at);
+    const std::size_t padded = MNL_ALIGN(std::size_t{h.nlmsg_len});
+    if (h.nlmsg_len < sizeof h || padded > len - at) break;
+    at += padded;
   }
   return at;
 }

@@ -330,5 +330,23 @@ TEST(DcbParse, HugeMessageLengthStopsTheWalk) {
   EXPECT_EQ(out.pfc_cap, 8);
 }
 
+// A last message whose nlmsg_len is not a multiple of 4 and whose padding is not in the buffer:
+// libmnl walks attributes up to the padded end, so the PFC attribute was read past the buffer
+// (heap-buffer-overflow, found by tests/fuzz/dcb_fuzz). Such a message is not whole: not parsed.
+TEST(DcbParse, UnpaddedLastMessageIsNotReadPastTheBuffer) {
+  Reply r;
+  struct nlattr* nest = mnl_attr_nest_start(r.nlh, DCB_ATTR_IEEE);
+  struct ieee_pfc pfc = {};
+  pfc.pfc_cap = 8;
+  mnl_attr_put(r.nlh, DCB_ATTR_IEEE_PFC, sizeof pfc, &pfc);
+  mnl_attr_nest_end(r.nlh, nest);
+  const std::size_t whole = r.nlh->nlmsg_len;
+  IeeePfc out;
+  ASSERT_EQ(ParseIeeePfcReply(r.buf.data(), whole, &out), 0);
+  r.nlh->nlmsg_len = static_cast<std::uint32_t>(whole - 1);
+  std::vector<char> exact(r.buf.begin(), r.buf.begin() + static_cast<std::ptrdiff_t>(whole - 1));
+  EXPECT_EQ(ParseIeeePfcReply(exact.data(), exact.size(), &out), ENOENT);
+}
+
 }  // namespace
 }  // namespace nvmeof
