@@ -13,8 +13,9 @@ using M = Mechanism;
 const std::vector<HookSpec>& NvmeofHooks() {
   // Frame hooks list their tracepoints first, like the block hooks: the tracepoints are stable
   // across kernels and sit exactly at the event. Driver hooks are functions: fentry, then kprobe.
-  // fentry pins the driver's module (kernel 6.0+), so `rmmod nvme_rdma` fails while the exporter
-  // runs; kprobes first would not, but tearing them down under I/O panicked the 6.1 and 6.12 VM
+  // fentry pins the driver's module (kernel 6.0+): the host transports' hooks are released while
+  // no controller uses them (ReleasableTransport), so `rmmod nvme_rdma` works after a disconnect.
+  // kprobes first would not pin, but tearing them down under I/O panicked the 6.1 and 6.12 VM
   // kernels (README "NVMe-oF stages").
   static const std::vector<HookSpec> hooks = {
       // host
@@ -195,6 +196,28 @@ std::string_view NvmeofTransportName(std::uint8_t trtype) {
 
 bool ModuleLoaded(const Paths& paths, std::string_view module) {
   return module.empty() || IsDir(paths.sysfs + "/module/" + std::string(module));
+}
+
+std::string_view ReleasableTransport(std::string_view module) {
+  if (module == "nvme_rdma") return "rdma";
+  if (module == "nvme_tcp") return "tcp";
+  return "";
+}
+
+bool HasHostController(const Paths& paths, std::string_view transport) {
+  const std::string root = paths.sysfs + "/class/nvme";
+  for (const auto& ctrl : ListDir(root)) {
+    if (ReadFile(root + "/" + ctrl + "/transport").value_or("") == transport) return true;
+  }
+  return false;
+}
+
+std::string WhyNotHooked(const Paths& paths, std::string_view gate, bool release_idle) {
+  if (!ModuleLoaded(paths, gate)) return "module " + std::string(gate) + " not loaded";
+  const std::string_view transport = ReleasableTransport(gate);
+  if (!release_idle || transport.empty() || HasHostController(paths, transport)) return "";
+  return "no " + std::string(transport) + " controller (released so that " + std::string(gate) +
+         " can be unloaded)";
 }
 
 }  // namespace nvmeof

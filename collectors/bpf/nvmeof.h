@@ -75,4 +75,18 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
 // Is the module loaded? (<sysfs>/module/<name> exists; built-in modules have it too)
 bool ModuleLoaded(const Paths& paths, std::string_view module);
 
+// The host transport ("rdma", "tcp") of a host driver module whose hooks the exporter holds only
+// while a controller of that transport exists; "" for any other module. A hooked module cannot
+// be unloaded (fentry pins it, kernel 6.0+), and `nvme disconnect-all; rmmod nvme_rdma`, as in a
+// driver update, must not need the exporter stopped.
+std::string_view ReleasableTransport(std::string_view module);
+
+// Does <sysfs>/class/nvme list a controller of this transport? One that is reconnecting or
+// being deleted counts.
+bool HasHostController(const Paths& paths, std::string_view transport);
+
+// Why the hooks gated on module `gate` are not wanted now, "" when they are: the module is not
+// loaded, or (release_idle) it is a releasable host transport with no controller.
+std::string WhyNotHooked(const Paths& paths, std::string_view gate, bool release_idle);
+
 }  // namespace nvmeof

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <bpf/bpf.h>
@@ -37,21 +38,33 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& b
   return skel;
 }
 
-// Plans the hooks whose gate module is loaded and not yet in `attached`; the others are
-// listed as missing with the reason. Trial loads go to fresh objects (own maps).
+// The hooks a releasable host transport module gates load as an object of their own, so that
+// releasing them frees just their programs, and with them the module reference (kernel 6.4+
+// holds it for the program's life, 6.0-6.3 for the link's). "" groups every other hook.
+std::string_view GroupOf(const HookSpec& h) {
+  return ReleasableTransport(h.gate).empty() ? std::string_view() : h.gate;
+}
+
+// Plans the hooks of `group` that are wanted (WhyNotHooked) and not yet in `attached`; the
+// others are listed as waiting with the reason. Trial loads go to fresh objects (own maps).
 // trial_loads: after the static checks, load and attach each variant alone to be sure (~0.3-5 s
 // each under QEMU's TCG); without, the static checks decide and the caller's final load tells.
+// group: nullopt plans every hook. release_idle: the gates whose hooks are not wanted while no
+// controller of theirs exists (empty for `probe`).
 AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::string& btf_path,
                       std::optional<Mechanism> forced, const std::vector<std::string>& attached,
-                      bool trial_loads) {
+                      bool trial_loads, std::optional<std::string_view> group,
+                      const std::set<std::string_view>& release_idle) {
   std::vector<HookSpec> candidates;
-  std::vector<const HookSpec*> waiting;
+  std::vector<std::pair<const HookSpec*, std::string>> waiting;
   for (const auto& h : NvmeofHooks()) {
+    if (group && GroupOf(h) != *group) continue;
     if (std::find(attached.begin(), attached.end(), h.name) != attached.end()) continue;
-    if (ModuleLoaded(paths, h.gate)) {
+    std::string why = WhyNotHooked(paths, h.gate, release_idle.count(h.gate) > 0);
+    if (why.empty()) {
       candidates.push_back(h);
     } else {
-      waiting.push_back(&h);
+      waiting.emplace_back(&h, std::move(why));
     }
   }
   KernelProber prober(paths, [&](const Variant& v, std::string* error) {
@@ -72,10 +85,10 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
       if (h.name == hp.hook->name) hp.hook = &h;
     }
   }
-  for (const HookSpec* h : waiting) {
+  for (auto& [h, why] : waiting) {
     HookPlan hp;
     hp.hook = h;
-    hp.waiting = "module " + std::string(h->gate) + " not loaded";
+    hp.waiting = std::move(why);
     plan.hooks.push_back(std::move(hp));
   }
   return plan;
@@ -195,20 +208,27 @@ class KernelNvmeofSource : public NvmeofSource {
   struct Instance {
     Skeleton<nvmeof_bpf> skel;
     AttachPlan plan;
+    std::string_view group;  // GroupOf its hooks
   };
 
-  // Modules come and go: when the set of loaded gate modules changed, plan the hooks not yet
-  // attached and load them as one more instance of the object sharing the first one's maps.
+  // Modules and host controllers come and go: when the set of gates whose hooks are wanted
+  // changed, release the hooks no longer wanted, then plan the wanted ones not yet attached and
+  // load them, per group, as more instances of the object sharing the first one's maps.
   // Runs on the constructor's thread, then only on watcher_; instances_ and plan_ change under
   // mu_ (Read and Plan look at them from scrapes).
   void Refresh() {
-    std::string modules;
+    std::string wanted, seen = ",";
     for (const auto& h : NvmeofHooks()) {
-      if (ModuleLoaded(paths_, h.gate)) modules += std::string(h.gate) + ",";
+      const std::string gate = std::string(h.gate) + ",";
+      if (seen.find("," + gate) != std::string::npos) continue;
+      seen += gate;
+      const std::string_view transport = ReleasableTransport(h.gate);
+      if (!transport.empty() && HasHostController(paths_, transport)) used_.insert(h.gate);
+      if (WhyNotHooked(paths_, h.gate, used_.count(h.gate) > 0).empty()) wanted += gate;
     }
-    if (modules == modules_) return;
-    modules_ = modules;
-    DetachUnloaded();
+    if (wanted == wanted_) return;
+    wanted_ = wanted;
+    Release();
 
     std::vector<std::string> attached;
     {
@@ -219,55 +239,86 @@ class KernelNvmeofSource : public NvmeofSource {
         }
       }
     }
-    // The static checks first and one load (fast); if that load fails, a trial load per hook
-    // finds the variants that work.
-    AttachPlan plan =
-        PlanNvmeof(paths_, options_, btf_path_, forced_, attached, /*trial_loads=*/false);
-    std::string error;
-    Skeleton<nvmeof_bpf> skel = Load(plan, &error);
-    if (!skel && !plan.Programs().empty()) {
-      LogInfo("NVMe-oF eBPF load failed; trying each hook alone", Kv("err", error));
-      plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached, /*trial_loads=*/true);
-      skel = Load(plan, &error);
-    }
-    if (!plan.Programs().empty()) {
-      if (skel) {
-        for (const auto& h : plan.hooks) {
-          if (h.chosen) {
-            LogInfo("eBPF hook", Kv("hook", h.hook->name) + " " +
-                                     Kv("mechanism", MechanismName(h.chosen->mechanism)));
-          }
-        }
-        std::lock_guard<std::mutex> lock(mu_);
-        instances_.push_back({std::move(skel), plan});
-      } else {
-        LogWarn("cannot attach NVMe-oF eBPF hooks", Kv("err", error));
-        for (auto& h : plan.hooks) {
-          if (h.chosen) h.rejected.emplace_back(h.chosen->mechanism, error);
-          h.chosen.reset();
-        }
+    AttachPlan latest;
+    std::vector<std::string_view> groups;
+    for (const auto& h : NvmeofHooks()) {
+      if (std::find(groups.begin(), groups.end(), GroupOf(h)) == groups.end()) {
+        groups.push_back(GroupOf(h));
       }
+    }
+    for (std::string_view group : groups) {
+      AttachPlan plan = AttachGroup(group, attached);
+      latest.hooks.insert(latest.hooks.end(), plan.hooks.begin(), plan.hooks.end());
     }
     std::lock_guard<std::mutex> lock(mu_);
     UpdateConfig();
-    RebuildPlan(plan);
+    RebuildPlan(latest);
   }
 
-  // A module that went away took its hooks' code with it: its kprobes stay registered but never
-  // fire again, not even once the module is back. Detach those hooks, so that they count as not
-  // attached and are planned and attached afresh when the module returns.
-  void DetachUnloaded() {
+  // Plans and loads the wanted, unattached hooks of one group as one instance.
+  AttachPlan AttachGroup(std::string_view group, const std::vector<std::string>& attached) {
+    // The static checks first and one load (fast); if that load fails, a trial load per hook
+    // finds the variants that work.
+    AttachPlan plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached,
+                                 /*trial_loads=*/false, group, used_);
+    if (plan.Programs().empty()) return plan;
+    std::string error;
+    Skeleton<nvmeof_bpf> skel = Load(plan, &error);
+    if (!skel) {
+      LogInfo("NVMe-oF eBPF load failed; trying each hook alone", Kv("err", error));
+      plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached, /*trial_loads=*/true, group,
+                        used_);
+      skel = Load(plan, &error);
+    }
+    if (plan.Programs().empty()) return plan;
+    if (!skel) {
+      LogWarn("cannot attach NVMe-oF eBPF hooks", Kv("err", error));
+      for (auto& h : plan.hooks) {
+        if (h.chosen) h.rejected.emplace_back(h.chosen->mechanism, error);
+        h.chosen.reset();
+      }
+      return plan;
+    }
+    for (const auto& h : plan.hooks) {
+      if (h.chosen) {
+        LogInfo("eBPF hook", Kv("hook", h.hook->name) + " " +
+                                 Kv("mechanism", MechanismName(h.chosen->mechanism)));
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& inst : instances_) {
+    instances_.push_back({std::move(skel), plan, group});
+    return plan;
+  }
+
+  // Lets go of hooks no longer wanted, so that they count as not attached and are planned
+  // afresh once wanted again:
+  // - a releasable host transport with no controller left: its group's instance is closed,
+  //   which frees its programs and the module reference they hold (`rmmod` works again);
+  // - a module that went away (possible for kprobes, which do not pin it) took its hooks' code
+  //   with it: they stay registered but never fire again, not even once it is back. Detached.
+  void Release() {
+    std::vector<Instance> released;  // closed after the unlock: scrapes need not wait for it
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = instances_.begin(); it != instances_.end();) {
+      const std::string why = it->group.empty()
+                                  ? std::string()
+                                  : WhyNotHooked(paths_, it->group, used_.count(it->group) > 0);
+      if (!why.empty()) {
+        LogInfo("eBPF hooks released", Kv("module", it->group) + " " + Kv("why", why));
+        released.push_back(std::move(*it));
+        it = instances_.erase(it);
+        continue;
+      }
       std::vector<std::string_view> gone;
-      for (auto& h : inst.plan.hooks) {
+      for (auto& h : it->plan.hooks) {
         if (!h.chosen || ModuleLoaded(paths_, h.hook->module)) continue;
         LogInfo("module unloaded: eBPF hook detached",
                 Kv("hook", h.hook->name) + " " + Kv("module", h.hook->module));
         gone.push_back(h.chosen->program);
         h.chosen.reset();
       }
-      if (!gone.empty()) DetachPrograms(inst.skel->skeleton, gone);
+      if (!gone.empty()) DetachPrograms(it->skel->skeleton, gone);
+      ++it;
     }
   }
 
@@ -324,7 +375,8 @@ class KernelNvmeofSource : public NvmeofSource {
         if (const HookPlan* hp = inst.plan.Find(h.name); hp && hp->chosen) found = hp;
       }
       if (!found) found = latest.Find(h.name);
-      if (found && ModuleLoaded(paths_, h.gate)) live.hooks.push_back(*found);
+      // Hooks waiting for their module or a controller are not reported: nothing to measure.
+      if (found && (found->chosen || found->waiting.empty())) live.hooks.push_back(*found);
     }
     plan_ = std::move(live);
   }
@@ -339,7 +391,11 @@ class KernelNvmeofSource : public NvmeofSource {
   mutable std::mutex mu_;
   std::vector<Instance> instances_;  // guarded by mu_
   AttachPlan plan_;                  // guarded by mu_
-  std::string modules_ = "-";        // loaded gate modules at the last refresh (watcher only)
+  std::string wanted_ = "-";         // gates whose hooks were wanted at the last refresh
+  // Releasable gates that have had a controller: from then on their hooks are held only while
+  // one exists. Until then they attach when the module loads, so that the first commands of
+  // the first controllers pass all hooks.
+  std::set<std::string_view> used_;
   UniqueFd stats_fd_;
   int ncpus_;
   std::vector<MapSize> map_sizes_;  // of maps_, fixed at load
@@ -359,7 +415,8 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
   load.availability = PrepareBpfLoad(paths, options, &forced, &btf_path);
   if (!load.availability.ok) return load;
   if (plan_only) {
-    load.plan = PlanNvmeof(paths, options, btf_path, forced, {}, /*trial_loads=*/true);
+    load.plan =
+        PlanNvmeof(paths, options, btf_path, forced, {}, /*trial_loads=*/true, std::nullopt, {});
     return load;
   }
   std::string error;

@@ -55,6 +55,31 @@ TEST(NvmeofStageName, MissingHooksMergeStagesUnderAJoinedName) {
   EXPECT_EQ(NvmeofStageName(kTarget, "rdma", 0, NVMEOF_TP_COUNT), "invalid");
 }
 
+// Host transport hooks are held only while a controller of that transport exists, so that
+// `nvme disconnect-all; rmmod nvme_rdma` works beside a running exporter.
+TEST(NvmeofHookRelease, HostTransportHooksAreWantedOnlyWithAController) {
+  ScratchDir sys;
+  Paths paths;
+  paths.sysfs = sys.path();
+  EXPECT_EQ(WhyNotHooked(paths, "nvme_rdma", true), "module nvme_rdma not loaded");
+  for (const char* m : {"nvme_rdma", "nvme_tcp", "nvme_core", "nvmet_rdma"}) {
+    sys.Write(std::string("module/") + m + "/refcnt", "1\n");
+  }
+  EXPECT_EQ(WhyNotHooked(paths, "nvme_rdma", true),
+            "no rdma controller (released so that nvme_rdma can be unloaded)");
+  EXPECT_EQ(WhyNotHooked(paths, "nvme_rdma", false), "");  // `probe` plans them anyway
+  sys.Write("class/nvme/nvme0/transport", "pcie\n");
+  sys.Write("class/nvme/nvme1/transport", "tcp\n");
+  EXPECT_NE(WhyNotHooked(paths, "nvme_rdma", true), "");
+  EXPECT_EQ(WhyNotHooked(paths, "nvme_tcp", true), "");
+  // Not host transports: wanted whenever loaded, controllers or not.
+  EXPECT_EQ(WhyNotHooked(paths, "nvme_core", true), "");
+  EXPECT_EQ(WhyNotHooked(paths, "nvmet_rdma", true), "");
+  EXPECT_EQ(WhyNotHooked(paths, "", true), "");
+  EXPECT_EQ(ReleasableTransport("nvme_rdma"), "rdma");
+  EXPECT_EQ(ReleasableTransport("nvmet_rdma"), "");
+}
+
 class FakeNvmeof : public NvmeofSource {
  public:
   NvmeofSnapshot snap;
