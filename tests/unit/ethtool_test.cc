@@ -235,6 +235,14 @@ struct Reply {
     dcb->cmd = DCB_CMD_IEEE_GET;
     mnl_attr_put_strz(nlh, DCB_ATTR_IFNAME, "ens1f0np0");
   }
+  // The IEEE nest with only a PFC attribute.
+  void PutPfc(std::uint8_t pfc_cap) {
+    struct nlattr* nest = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE);
+    struct ieee_pfc pfc = {};
+    pfc.pfc_cap = pfc_cap;
+    mnl_attr_put(nlh, DCB_ATTR_IEEE_PFC, sizeof pfc, &pfc);
+    mnl_attr_nest_end(nlh, nest);
+  }
 };
 
 TEST(DcbParse, IeeePfcInsideTheIeeeNest) {
@@ -304,11 +312,7 @@ TEST(DcbParse, GarbageDoesNotCrash) {
 // tests/fuzz/regressions/dcb_fuzz/). Only the whole messages before it are parsed.
 TEST(DcbParse, HugeMessageLengthStopsTheWalk) {
   Reply r;
-  struct nlattr* nest = mnl_attr_nest_start(r.nlh, DCB_ATTR_IEEE);
-  struct ieee_pfc pfc = {};
-  pfc.pfc_cap = 8;
-  mnl_attr_put(r.nlh, DCB_ATTR_IEEE_PFC, sizeof pfc, &pfc);
-  mnl_attr_nest_end(r.nlh, nest);
+  r.PutPfc(8);
   std::vector<char> buf(r.buf.begin(), r.buf.begin() + r.nlh->nlmsg_len);
   // First an unrelated RTM_GETDCB message (another command), then one claiming 0xe1e1e1e1 bytes.
   std::vector<char> other(24, '\xe1');
@@ -335,11 +339,7 @@ TEST(DcbParse, HugeMessageLengthStopsTheWalk) {
 // (heap-buffer-overflow, found by tests/fuzz/dcb_fuzz). Such a message is not whole: not parsed.
 TEST(DcbParse, UnpaddedLastMessageIsNotReadPastTheBuffer) {
   Reply r;
-  struct nlattr* nest = mnl_attr_nest_start(r.nlh, DCB_ATTR_IEEE);
-  struct ieee_pfc pfc = {};
-  pfc.pfc_cap = 8;
-  mnl_attr_put(r.nlh, DCB_ATTR_IEEE_PFC, sizeof pfc, &pfc);
-  mnl_attr_nest_end(r.nlh, nest);
+  r.PutPfc(8);
   const std::size_t whole = r.nlh->nlmsg_len;
   IeeePfc out;
   ASSERT_EQ(ParseIeeePfcReply(r.buf.data(), whole, &out), 0);
