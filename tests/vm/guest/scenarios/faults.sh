@@ -6,8 +6,9 @@
 #   port      nvmet port 2 (tcp) loses its subsystem link and is removed, then re-created;
 #   kill      the exporter is SIGKILLed during I/O: every BPF prog/map/link it had is gone
 #             (bpftool lists before start, while running, after the kill), then it restarts;
-#   rmmod     both controllers disconnected, nvme_rdma and nvme_tcp unloaded with the hooks
-#             attached, loaded again and reconnected: the hooks come back and count fio's I/Os;
+#   rmmod     both controllers disconnected, so the exporter releases the hooks it held in
+#             nvme_rdma and nvme_tcp; both unloaded while it runs, loaded again and reconnected:
+#             the hooks come back and count fio's I/Os;
 #   sigterm   SIGTERM with scrapes in flight and a half-sent request: exit time and status.
 # Each step's phase name is written into series.txt with every scrape; check.py scenario_faults
 # judges them.
@@ -74,6 +75,18 @@ connect_both() {
 	connect tcp 4421 $NQN_T --reconnect-delay=1 --ctrl-loss-tmo=60 || return 1
 	TCTRL=$CTRL TDEV=$DEV
 }
+# The exporter plans the host transports' hooks once a controller of theirs exists (polled every
+# 2 s; attaching takes seconds under TCG); until then commands merge those stages. Wait for both
+# transports' hooks to be listed (attached, or missing where the kernel inlined the function).
+transport_hooks_planned() {
+	deadline 120
+	until [ "$(timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
+		grep -o '^nvmeof_exporter_bpf_hook_attached{hook="nvme_\(rdma\|tcp\)_' | sort -u | wc -l)" = 2 ]; do
+		before_deadline || { fail "host transport hooks not planned 120 s after connecting"; return 1; }
+		sleep 1
+	done
+	mark transport_hooks_planned
+}
 ctrl_live() { # CTRL SECONDS
 	CTRL=$1 wait_state live "$2"
 }
@@ -94,6 +107,7 @@ conf TCP_NQN $NQN_T
 bpf_list before-start
 start_exporter || die "exporter start"
 connect_both || die "nvme connect"
+transport_hooks_planned
 conf RDMA_CONTROLLER "$RCTRL"
 conf TCP_CONTROLLER "$TCTRL"
 scraper &
@@ -198,9 +212,20 @@ phase rmmod
 hooks_attached >"$R/hooks-before-rmmod.txt"
 nvme disconnect -n $NQN_R >/dev/null || fail "disconnect rdma"
 nvme disconnect -n $NQN_T >/dev/null || fail "disconnect tcp"
+mark disconnected
+# With no controller left the exporter releases the transports' hooks (it polls every 2 s), and
+# with them the module references fentry holds. rmmod is retried until then, for at most 30 s.
 for m in nvme_rdma nvme_tcp; do
-	/usr/sbin/rmmod $m >"$R/rmmod-$m.txt" 2>&1
-	echo "rc=$?" >>"$R/rmmod-$m.txt"
+	deadline 30
+	tries=0
+	until /usr/sbin/rmmod $m >"$R/rmmod-$m.txt" 2>&1; do
+		tries=$((tries + 1))
+		before_deadline || break
+		sleep 0.5
+	done
+	if lsmod | grep -q "^$m "; then rc=1; else rc=0; fi
+	echo "rc=$rc failed_tries=$tries" >>"$R/rmmod-$m.txt"
+	mark "rmmod_$m"
 done
 mark rmmod_done
 lsmod >"$R/lsmod-after-rmmod.txt"
