@@ -415,32 +415,12 @@ bool DecodeCmIds(Bytes payload, std::vector<CmId>* out, std::size_t* bad) {
 }
 
 std::string QpTypeName(std::uint8_t type) {
-  // enum ib_qp_type (include/rdma/ib_verbs.h), the names `rdma res show qp` prints.
-  switch (type) {
-    case 0:
-      return "smi";
-    case 1:
-      return "gsi";
-    case 2:
-      return "rc";
-    case 3:
-      return "uc";
-    case 4:
-      return "ud";
-    case 5:
-      return "raw_ipv6";
-    case 6:
-      return "raw_ethertype";
-    case 8:
-      return "raw_packet";
-    case 9:
-      return "xrc_ini";
-    case 10:
-      return "xrc_tgt";
-    case 0xff:
-      return "driver";
-  }
-  return std::to_string(type);
+  // enum ib_qp_type (include/rdma/ib_verbs.h), the names `rdma res show qp` prints; 7 is unused.
+  static const char* const kNames[] = {
+      "smi",           "gsi",   "rc",         "uc",      "ud",     "raw_ipv6",
+      "raw_ethertype", nullptr, "raw_packet", "xrc_ini", "xrc_tgt"};
+  if (type == 0xff) return "driver";
+  return type < std::size(kNames) && kNames[type] ? kNames[type] : std::to_string(type);
 }
 
 std::string QpStateName(std::uint8_t state) {

@@ -851,4 +851,18 @@ TEST(RdmaNetlinkMetricModel, NamesLabelsAndPromtool) {
   EXPECT_EQ(ReadText(log.string()), "") << "promtool warnings";
 }
 
+// The QP type and state label values are the names `rdma res show qp` prints (enum ib_qp_type and
+// ib_qp_state); values the table does not know stay numbers.
+TEST(RdmaNetlinkNames, QpTypeAndStateNamesAsRdmaToolPrintsThem) {
+  const char* const types[] = {
+      "smi",           "gsi", "rc",         "uc",      "ud",      "raw_ipv6",
+      "raw_ethertype", "7",   "raw_packet", "xrc_ini", "xrc_tgt", "11"};
+  for (std::uint8_t t = 0; t < std::size(types); ++t) EXPECT_EQ(rdmanl::QpTypeName(t), types[t]);
+  EXPECT_EQ(rdmanl::QpTypeName(0xff), "driver");
+  EXPECT_EQ(rdmanl::QpTypeName(0xfe), "254");
+  EXPECT_EQ(rdmanl::QpStateName(3), "rts");
+  EXPECT_EQ(rdmanl::QpStateName(6), "err");
+  EXPECT_EQ(rdmanl::QpStateName(7), "7");
+}
+
 }  // namespace nvmeof
