@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -217,14 +218,15 @@ class KernelNvmeofSource : public NvmeofSource {
   // Runs on the constructor's thread, then only on watcher_; instances_ and plan_ change under
   // mu_ (Read and Plan look at them from scrapes).
   void Refresh() {
-    std::string wanted, seen = ",";
+    std::set<std::string_view> gates, groups, wanted;
     for (const auto& h : NvmeofHooks()) {
-      const std::string gate = std::string(h.gate) + ",";
-      if (seen.find("," + gate) != std::string::npos) continue;
-      seen += gate;
-      const std::string_view transport = ReleasableTransport(h.gate);
-      if (!transport.empty() && HasHostController(paths_, transport)) used_.insert(h.gate);
-      if (WhyNotHooked(paths_, h.gate, used_.count(h.gate) > 0).empty()) wanted += gate;
+      gates.insert(h.gate);
+      groups.insert(GroupOf(h));
+    }
+    for (std::string_view gate : gates) {
+      const std::string_view transport = ReleasableTransport(gate);
+      if (!transport.empty() && HasHostController(paths_, transport)) used_.insert(gate);
+      if (WhyNotHooked(paths_, gate, used_.count(gate) > 0).empty()) wanted.insert(gate);
     }
     if (wanted == wanted_) return;
     wanted_ = wanted;
@@ -240,13 +242,7 @@ class KernelNvmeofSource : public NvmeofSource {
       }
     }
     AttachPlan latest;
-    std::vector<std::string_view> groups;
-    for (const auto& h : NvmeofHooks()) {
-      if (std::find(groups.begin(), groups.end(), GroupOf(h)) == groups.end()) {
-        groups.push_back(GroupOf(h));
-      }
-    }
-    for (std::string_view group : groups) {
+    for (std::string_view group : groups) {  // "" (the shared one) first
       AttachPlan plan = AttachGroup(group, attached);
       latest.hooks.insert(latest.hooks.end(), plan.hooks.begin(), plan.hooks.end());
     }
@@ -391,7 +387,8 @@ class KernelNvmeofSource : public NvmeofSource {
   mutable std::mutex mu_;
   std::vector<Instance> instances_;  // guarded by mu_
   AttachPlan plan_;                  // guarded by mu_
-  std::string wanted_ = "-";         // gates whose hooks were wanted at the last refresh
+  // Gates whose hooks were wanted at the last refresh (none yet before the first).
+  std::optional<std::set<std::string_view>> wanted_;
   // Releasable gates that have had a controller: from then on their hooks are held only while
   // one exists. Until then they attach when the module loads, so that the first commands of
   // the first controllers pass all hooks.
