@@ -75,9 +75,10 @@ connect_both() {
 	connect tcp 4421 $NQN_T --reconnect-delay=1 --ctrl-loss-tmo=60 || return 1
 	TCTRL=$CTRL TDEV=$DEV
 }
-# The exporter plans the host transports' hooks once a controller of theirs exists (polled every
-# 2 s; attaching takes seconds under TCG); until then commands merge those stages. Wait for both
-# transports' hooks to be listed (attached, or missing where the kernel inlined the function).
+# The baseline needs the host transports' hooks in place (they attach at start here, the modules
+# being loaded; after a release they come back within a 2 s poll of a controller appearing, and
+# until then commands merge those stages). Wait for both transports' hooks to be listed
+# (attached, or missing where the kernel inlined the function).
 transport_hooks_planned() {
 	deadline 120
 	until [ "$(timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
