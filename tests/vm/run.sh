@@ -9,7 +9,9 @@
 # Exit status: 0 when the guest scenario and the host checks passed; non-zero otherwise, with the
 # VM's console log printed. Knobs (environment): FIO_RUNTIME (s, default 3), VM_MEM (MiB, 2048),
 # VM_CPUS (2), TCG_THREAD (multi|single), EXPORTER_ARGS (extra flags for the exporter in the
-# guest), TRANSPORT (rdma|tcp for hotload and pathfault), NVMEOF_VM_CACHE.
+# guest), TRANSPORT (rdma|tcp for hotload and pathfault), NVMEOF_VM_CACHE, ICOUNT=1 (single-
+# threaded TCG with `-icount shift=0,sleep=off`: the guest clock counts guest instructions),
+# ICOUNT_IOS, ICOUNT_PATHS, ICOUNT_RWS, ICOUNT_MODES (scenario icount).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -39,6 +41,7 @@ for c in qemu-system-x86_64 cpio python3 zstd /bin/busybox; do
   command -v "$c" >/dev/null || { echo "missing $c: run tests/vm/install-deps.sh" >&2; exit 2; }
 done
 
+[ "${ICOUNT:-0}" = 1 ] && ACCEL=icount
 if [ "$ACCEL" = auto ]; then
   # A PVM-type nested KVM (kvm_pvm) cannot run a stock guest kernel: it hangs in early boot.
   if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ]; then ACCEL=kvm; else ACCEL=tcg; fi
@@ -60,6 +63,8 @@ case $ACCEL in
   kvm) ACCEL_ARGS=(-accel kvm -cpu host); TIMEOUT=${TIMEOUT:-$((120 * SCALE))} ;;
   tcg) ACCEL_ARGS=(-accel "tcg,thread=${TCG_THREAD:-multi}" -cpu max,la57=off)
        TIMEOUT=${TIMEOUT:-$((300 * SCALE))} ;;
+  icount) ACCEL_ARGS=(-accel tcg,thread=single -icount shift=0,sleep=off -cpu max,la57=off)
+       TIMEOUT=${TIMEOUT:-$((300 * SCALE))} ;;
   *) echo "bad --accel $ACCEL" >&2; exit 2 ;;
 esac
 OUT=${OUT:-/tmp/nvmeof-vm/$KERNEL_ARG/$SCENARIO}
@@ -78,7 +83,7 @@ MODULES="configfs virtio_pci 9pnet_virtio 9p veth null_blk rdma_rxe ib_uverbs rd
 nvmet nvmet_rdma nvmet_tcp nvme_rdma nvme_tcp nvme_fabrics nvme_core inet_diag tcp_diag \
 crc32c_generic crc32c_intel crc32_generic crc32_pclmul"
 BINS="/usr/bin/kmod /usr/sbin/nvme /usr/bin/fio /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo \
-/usr/sbin/bpftool"
+/usr/sbin/bpftool /usr/sbin/biolatency"
 BASE_FORMAT=1 # bump when the base layout changes in a way the hash below cannot see
 
 copy_file() { # SRC DST-in-ROOT (dereferenced; first copy wins)
@@ -188,6 +193,9 @@ FIO_RUNTIME=$FIO_RUNTIME GUEST_TIMEOUT=$((TIMEOUT - 20))"
 [ -z "${EXPORTER_ARGS:-}" ] || APPEND="$APPEND EXPORTER_ARGS=\"$EXPORTER_ARGS\""
 [ -z "${TRANSPORT:-}" ] || APPEND="$APPEND TRANSPORT=$TRANSPORT" # hotload, pathfault: rdma|tcp
 [ -z "${MECHANISMS:-}" ] || APPEND="$APPEND MECHANISMS=\"$MECHANISMS\"" # stages
+for v in ICOUNT_IOS ICOUNT_PATHS ICOUNT_RWS ICOUNT_MODES; do # icount
+  [ -z "${!v:-}" ] || APPEND="$APPEND $v=\"${!v}\""
+done
 say "booting $KV ($ACCEL${TCG_THREAD:+ thread=$TCG_THREAD}, timeout ${TIMEOUT}s), exporter $EXPORTER"
 tb=$EPOCHREALTIME
 set +e

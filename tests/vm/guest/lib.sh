@@ -33,7 +33,7 @@ load_modules() {
 	local m
 	for m in veth null_blk rdma_rxe nvmet nvmet_rdma nvmet_tcp nvme_rdma nvme_tcp tcp_diag; do
 		case $m in
-		null_blk) modprobe null_blk nr_devices=2 gb=1 ;;
+		null_blk) modprobe null_blk ${NULLB_ARGS:-nr_devices=2 gb=1} ;;
 		*) modprobe $m ;;
 		esac || fail "modprobe $m"
 	done

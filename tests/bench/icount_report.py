@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Tables of the icount bench (icount_bench.sh) from one guest's results; exit 1 on a miss.
+
+Usage: icount_report.py GUEST_DIR [BUDGET_RATIO]
+
+icount.txt holds "MODE PATH RW IOS LAT_NS_MEAN" lines; under `-icount shift=0` a guest ns is one
+guest instruction, so LAT_NS_MEAN is instructions per I/O. stats-PATH-{before,after}.json are
+`bpftool -j prog show` around PATH's randread run with kernel.bpf_stats_enabled (run_time_ns:
+instructions too).
+"""
+import json
+import os
+import sys
+
+MODES = ['none', 'none2', 's1', 's8', 's64', 'record', 'biolatency']
+TOOLS = ['s1', 's8', 's64', 'record', 'biolatency']
+TOLERANCE = {'null': 0.01, 'tcp': 0.01, 'rdma': 0.015}  # none vs none2, relative
+WARMUP_IOS = 100  # unmeasured I/Os before each run (inside the stats bracket)
+
+
+def main():
+    d = sys.argv[1]
+    budget = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+    env = dict(l.strip().split('=', 1) for l in open(os.path.join(d, 'scenario.env')) if '=' in l)
+    lat = {}
+    for line in open(os.path.join(d, 'icount.txt')):
+        f = line.split()
+        if len(f) == 5:
+            lat[(f[0], f[1], f[2])] = float(f[4])
+    paths = [p for p in ('null', 'tcp', 'rdma') if any(k[1] == p for k in lat)]
+    rws = [r for r in ('randread', 'randwrite') if any(k[2] == r for k in lat)]
+    misses = []
+    print('kernel %s, %s I/Os per run, fio psync QD1 4 KiB; instructions per I/O (fio mean '
+          'latency in guest ns under -icount shift=0)' % (env.get('KERNEL', '?'), env.get('IOS')))
+    print('%-5s %-9s %s' % ('path', 'rw', ''.join('%11s' % m for m in MODES)))
+    for p in paths:
+        for rw in rws:
+            print('%-5s %-9s %s' % (p, rw, ''.join(
+                '%11.0f' % lat[(m, p, rw)] if (m, p, rw) in lat else '%11s' % '-' for m in MODES)))
+    print('\ncost over no tool, instructions per I/O (ratio to biolatency)')
+    print('%-5s %-9s %s' % ('path', 'rw', ''.join('%17s' % m for m in TOOLS)))
+    for p in paths:
+        for rw in rws:
+            base = lat.get(('none', p, rw))
+            again = lat.get(('none2', p, rw))
+            if base is None:
+                continue
+            if again is not None:
+                diff = abs(again - base) / base
+                if diff > TOLERANCE[p]:
+                    misses.append('%s %s: none not reproducible (%.0f vs %.0f, %.2f%% > %.1f%%)'
+                                  % (p, rw, base, again, 100 * diff, 100 * TOLERANCE[p]))
+            bio = lat.get(('biolatency', p, rw))
+            bio_cost = bio - base if bio is not None else None
+            cells = []
+            for m in TOOLS:
+                v = lat.get((m, p, rw))
+                if v is None:
+                    cells.append('%17s' % '-')
+                    continue
+                cost = v - base
+                ratio = ' (%.2fx)' % (cost / bio_cost) if bio_cost and bio_cost > 0 else ''
+                cells.append('%17s' % ('%+.0f%s' % (cost, ratio)))
+                if (m == 's8' and p != 'null' and bio_cost and bio_cost > 0 and
+                        cost > budget * bio_cost):
+                    misses.append('%s %s: default (1 in 8) costs %.2fx biolatency (budget %.2fx)'
+                                  % (p, rw, cost / bio_cost, budget))
+            print('%-5s %-9s %s' % (p, rw, ''.join(cells)))
+    stats(d, paths)
+    for m in misses:
+        print('BUDGET MISSED: ' + m)
+    return 1 if misses else 0
+
+
+def stats(d, paths):
+    """Per program: instructions per run and per I/O (randread, the exporter at 1 in 8)."""
+    ios = None
+    for line in open(os.path.join(d, 'scenario.env')):
+        if line.startswith('IOS='):
+            ios = int(line.split('=', 1)[1]) + WARMUP_IOS
+    for p in paths:
+        try:
+            before = {x['id']: x for x in json.load(open(os.path.join(d, 'stats-%s-before.json' % p)))}
+            after = json.load(open(os.path.join(d, 'stats-%s-after.json' % p)))
+        except (OSError, ValueError):
+            continue
+        rows = []
+        for x in after:
+            b = before.get(x['id'], {})
+            runs = x.get('run_cnt', 0) - b.get('run_cnt', 0)
+            ns = x.get('run_time_ns', 0) - b.get('run_time_ns', 0)
+            if runs > 0:
+                rows.append((x.get('name', '?'), runs, ns))
+        if not rows:
+            continue
+        print('\n%s randread, exporter at 1 in 8 with bpf_stats: per program (instructions)' % p)
+        print('%-18s %9s %9s %11s' % ('program', 'runs/IO', 'per run', 'per I/O'))
+        total = 0
+        for name, runs, ns in sorted(rows, key=lambda r: -r[2]):
+            total += ns
+            print('%-18s %9.2f %9.0f %11.0f' % (name, runs / ios, ns / runs, ns / ios))
+        print('%-18s %9s %9s %11.0f' % ('all', '', '', total / ios))
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,107 @@
+# Benchmark (not in the suite; tests/bench/icount_bench.sh runs it, under QEMU with
+# `-icount shift=0,sleep=off`, where the guest clock advances 1 ns per guest instruction, so
+# fio's mean latency is instructions per I/O). For each path (null_blk directly, NVMe/TCP,
+# NVMe/RDMA over rxe; host and target in this VM, targets on null_blk with irqmode=0) and each
+# rw (randread, randwrite), fio psync QD1 4 KiB, ICOUNT_IOS I/Os, once per mode:
+#   none none2           no tool, twice (the bench fails when the two disagree)
+#   s1 s8 s64            the exporter's bpf collector at sample_every 1, 8 and 64
+#   record               `record -s 8 --role=both`
+#   biolatency           Debian's libbpf-tools biolatency
+#   stats                the exporter at its default with kernel.bpf_stats_enabled: each
+#                        program's run_time_ns (instructions under icount) and run_cnt
+# Writes icount.txt: "MODE PATH RW IOS LAT_NS_MEAN" lines, and stats-*.txt (bpftool prog).
+# ICOUNT_PATHS, ICOUNT_RWS and ICOUNT_MODES narrow it (the CI gate runs tcp randread only).
+. /opt/vm/lib.sh
+conf SCENARIO icount
+EXPORTER_START_TIMEOUT=600
+IOS=${ICOUNT_IOS:-4000}
+PATHS=${ICOUNT_PATHS:-null tcp rdma}
+RWS=${ICOUNT_RWS:-randread randwrite}
+MODES=${ICOUNT_MODES:-none s1 s8 s64 record biolatency none2 stats}
+conf IOS "$IOS"
+conf KERNEL "$(uname -r)"
+NULLB_ARGS="nr_devices=3 gb=1 irqmode=0"
+load_modules
+setup_net || die "network/rxe setup"
+setup_target tcp 2 4421 nqn.2024-01.io.nvmeof-exporter:icount-tcp /dev/nullb0 || die "nvmet tcp"
+connect tcp 4421 nqn.2024-01.io.nvmeof-exporter:icount-tcp || die "connect tcp"
+DEV_tcp=$DEV
+case " $PATHS " in *" rdma "*)
+	setup_target rdma 1 4420 nqn.2024-01.io.nvmeof-exporter:icount-rdma /dev/nullb1 || die "nvmet rdma"
+	connect rdma 4420 nqn.2024-01.io.nvmeof-exporter:icount-rdma || die "connect rdma"
+	DEV_rdma=$DEV ;;
+esac
+DEV_null=/dev/nullb2
+
+run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
+	local p rw dev lat
+	for p in $PATHS; do
+		eval dev=\$DEV_$p
+		for rw in $RWS; do
+			# 100 I/Os first, unmeasured: the first I/O of a run pays for cold caches.
+			fio --name=w --filename="$dev" --rw=$rw --bs=4k --direct=1 --ioengine=psync \
+				--iodepth=1 --number_ios=100 --size=256m >/dev/null 2>&1
+			fio --name=b --filename="$dev" --rw=$rw --bs=4k --direct=1 --ioengine=psync \
+				--iodepth=1 --number_ios="$IOS" --size=256m --randrepeat=1 \
+				--output-format=json --output=/tmp/fio.json || { fail "fio $1 $p $rw"; continue; }
+			# lat_ns mean of the job's read or write side (the other side has 0 I/Os).
+			lat=$(awk '/"lat_ns"/ {f=1} f && /"mean"/ {gsub(/[ ,]/, ""); split($0, a, ":");
+				if (a[2] + 0 > 0) {print a[2]; exit} f=0}' /tmp/fio.json)
+			echo "$1 $p $rw $IOS ${lat:-0}" | tee -a "$R/icount.txt"
+		done
+	done
+}
+
+with_exporter() { # MODE SAMPLE_EVERY
+	printf 'bpf:\n  sample_every: %s\n' "$2" >/tmp/icount.yml
+	EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter $1"
+	run_paths "$1"
+	stop_exporter
+}
+
+# A tool that runs until stopped: started, given time to load, measured, stopped with SIGINT.
+with_tool() { # MODE LOG READY-PATTERN CMD... (READY-PATTERN: what it prints once attached)
+	local mode=$1 log=$2 ready=$3 pid
+	shift 3
+	"$@" >"$log" 2>&1 &
+	pid=$!
+	deadline 600
+	until grep -q "$ready" "$log" 2>/dev/null; do
+		[ -d /proc/$pid ] || { cat "$log"; die "$mode exited at start"; }
+		before_deadline || die "$mode not ready after 600 s"
+		sleep 0.5
+	done
+	run_paths "$mode"
+	kill -INT $pid
+	wait $pid
+}
+
+for mode in $MODES; do
+	mark "mode_$mode"
+	case $mode in
+	none | none2) run_paths $mode ;;
+	s1) with_exporter s1 1 ;;
+	s8) with_exporter s8 8 ;;
+	s64) with_exporter s64 64 ;;
+	record) with_tool record "$R/record.log" recording \
+		$EXPORTER record --role=both -s 8 -o /tmp/icount.rec ;;
+	biolatency) with_tool biolatency "$R/biolatency.log" Tracing /usr/sbin/biolatency ;;
+	stats)
+		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
+		printf 'bpf:\n  sample_every: 8\n' >/tmp/icount.yml
+		EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter stats"
+		all_paths=$PATHS all_rws=$RWS
+		for p in $all_paths; do
+			bpftool -j prog show >"$R/stats-$p-before.json"
+			PATHS=$p RWS=randread
+			run_paths stats
+			bpftool -j prog show >"$R/stats-$p-after.json"
+		done
+		PATHS=$all_paths RWS=$all_rws
+		stop_exporter
+		sysctl -w kernel.bpf_stats_enabled=0 >/dev/null ;;
+	*) fail "unknown mode $mode" ;;
+	esac
+done
+EXPORTER_PID=
+finish
