@@ -20,8 +20,8 @@ constexpr std::string_view kHelpTotal =
     "nvmeof_exporter_bpf_sample_every).";
 
 constexpr std::string_view kHelpNvStage =
-    "NVMe-oF command latency per stage on this node (role host or target; stages in the README's "
-    "metrics reference; a+b = stages merged where a hook is missing). Sampled 1 in "
+    "NVMe-oF command latency per stage on this node (role host or target; stages in "
+    "docs/metrics.md; a+b = stages merged where a hook is missing). Sampled 1 in "
     "nvmeof_exporter_bpf_sample_every.";
 constexpr std::string_view kHelpNvTotal =
     "NVMe-oF command latency on this node, first to last point it saw (sampled 1 in "

@@ -310,7 +310,7 @@ std::string UsageText() {
          "  probe    print, per BPF hook, whether and how it would attach; exit 1 if a\n"
          "           required hook cannot attach\n"
          "  report   tables of `record` files; a host and a target file are joined per command\n"
-         "           (README \"Profiling one namespace\")\n"
+         "           (docs/profiling.md)\n"
          "  top      live per-group stage view from a running exporter's /metrics\n\nflags:\n";
   for (const auto& f : kFlags) {
     if (std::string_view(f.name).rfind("testing.", 0) == 0) continue;

@@ -1,4 +1,4 @@
-// The record file of `record`/`report` (README "Profiling one namespace"): JSON Lines, version 1.
+// The record file of `record`/`report` (docs/profiling.md): JSON Lines, version 1.
 //
 //   line 1   {"format":"nvmeof-record","version":1,"hostname":..,"kernel":..,"role":"host",
 //             "mechanism":"fentry","sample_every":8,"clock":"CLOCK_MONOTONIC"}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Metric model 1.0 (README "Metric model 1.0"): every metric family of a /metrics text starts
+"""Metric model 1.0 (docs/metrics.md "Metric model 1.0"): every metric family of a /metrics text starts
 with nvmeof_ (or is a client-library process_* metric), no name contains its type, and no label
 is one that Prometheus, Kubernetes or alert routing own. Usage: check_metric_model.py FILE...
 Exit 1 with one line per problem."""

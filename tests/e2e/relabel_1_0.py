@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites a /metrics text from the pre-1.0 label model to metric model 1.0 (README "Migration").
+"""Rewrites a /metrics text from the pre-1.0 label model to metric model 1.0 (docs/metrics.md "Migration").
 
 Used once on the recorded scrapes under tests/fixtures (they come from real kernels and cannot be
 re-recorded here); kept as the executable form of the migration table. Reads stdin, writes stdout.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes a synthetic host and target record file pair (format version 1, README "Profiling
-one namespace") for tests: N sampled 4 KiB reads and 16 KiB writes over NVMe/TCP, the target's
-clock 42 s ahead of the host's, the target file in another order, 2% of the host's commands
-missing on the target. Network and storage times are drawn from a seeded RNG.
+"""Writes a synthetic host and target record file pair (format version 1, docs/profiling.md) for
+tests: N sampled 4 KiB reads and 16 KiB writes over NVMe/TCP, the target's clock 42 s ahead of
+the host's, the target file in another order, 2% of the host's commands missing on the target.
+Network and storage times are drawn from a seeded RNG.
    synthetic_records.py OUT_DIR [N] [STORAGE_SCALE]"""
 import json
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Least privilege, shown (README "Privileges"): the exporter drops what it no longer needs once
+# Least privilege, shown (docs/operating.md "Privileges"): the exporter drops what it no longer needs once
 # its collectors are set up (exporter/privileges.h).
 # 1. File capabilities, as the container image uses them: a copy of the binary with
 #    `setcap cap_bpf,cap_perfmon,cap_net_admin+ep`, run as nobody. What exec grants (the same
@@ -12,7 +12,7 @@
 #    from the bounding set too, and scrapes still work.
 # Not shown here: hooks of a module loaded after the drop attaching. This host has no NVMe-oF
 # modules; the VM suite's hotload scenario shows it (exporter as root, so after the drop it
-# holds cap_sys_admin,cap_perfmon,cap_bpf; README "Privileges").
+# holds cap_sys_admin,cap_perfmon,cap_bpf; docs/operating.md "Privileges").
 source "$(dirname "$0")/lib.sh"
 
 skip() { echo "SKIP: $*"; exit 77; }  # ctest: SKIP_RETURN_CODE 77

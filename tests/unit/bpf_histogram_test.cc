@@ -49,7 +49,7 @@ Exported Observe(const std::vector<double>& seconds, const BucketLayout& layout)
 
 // The largest relative distance between an edge the index math applies, Q(t) * 2^(e-10) ns,
 // and the exact schema-3 edge 1e9 * 2^(j/8) ns it stands for. Stated in bpf/hist.h and the
-// README: 10 mantissa bits, 2.2e-4 measured (0.022%).
+// docs/histograms.md: 10 mantissa bits, 2.2e-4 measured (0.022%).
 constexpr long double kMaxEdgeError = 2.3e-4L;
 
 // Every edge, checked exactly: bucket i holds the values up to its integer edge - 1, the edge
@@ -196,7 +196,7 @@ TEST(BpfHistogramTest, QuantilesWithinTenPercent) {
 
 // The default classic layout (16 octave bounds, 7.6 us .. 250 ms) trades accuracy for series:
 // within an octave interpolation can be off by up to 2x. Measured here on the same
-// distributions and printed; the README quotes these numbers next to native's (<= 9%).
+// distributions and printed; docs/histograms.md quotes these numbers next to native's (<= 9%).
 TEST(BpfHistogramTest, DefaultClassicLayoutP99Error) {
   std::mt19937_64 rng(42);
   auto layout = BucketLayout::Default();
