@@ -1,4 +1,4 @@
-// The series budget of issue 12 on the node shapes of README "Histograms and cardinality": what
+// The series budget of issue 12 on the node shapes of docs/histograms.md "Series per node": what
 // the bpf collector serves for an NVMe/RDMA host with 4 controllers x 8 namespaces and a target
 // with 16 subsystems x 2 ports, reads and writes, every stage, fed the series keys the kernel
 // programs make at each bpf.stage_detail. Counts series, not time: deterministic.
