@@ -564,8 +564,57 @@ def health():
     return d
 
 
+def fleet():
+    d = Dashboard("nvmeof-fleet", "NVMe-oF fleet",
+                  "The whole fleet from the fleet recording rules (deploy/prometheus/"
+                  "nvmeof-fleet.rules.yml): a few hundred series whatever the number of nodes, "
+                  "so it also works on a global Prometheus that federates only those. Which nodes "
+                  "and subsystems to look at first; the other dashboards then show one node.",
+                  ["nvmeof", "fleet"])
+    d.fleet_vars()
+    J = 'job=~"$job"'
+    d.row("Worst first")
+    d.panel("table", "Worst nodes by stage p99", "Per role, transport and stage, the 10 nodes "
+            "with the highest p99 of that stage over 5 minutes (both ops, all controllers or "
+            "subsystems of the node). Open the NVMe-oF latency dashboard on the instance.", "s",
+            [f"sort_desc(stage:nvmeof_stage_latency_seconds:p99_5m_top10{{{J}}})"], w=12, h=10)
+    d.panel("table", "Subsystems by network estimate", "Per subsystem NQN, transport and op: "
+            "the network estimate (host's network-and-target time minus the target's "
+            "residence) of its worst host, highest first; compare with the mean over its hosts "
+            "below: a worst host far above the mean is one bad link, a high mean the fabric or "
+            "the target.", "s",
+            [f"topk(20, nqn:nvmeof_network_estimate_seconds:max5m{{{J}}})"], w=12, h=10)
+    d.row("Per fabric")
+    d.panel("timeseries", "Commands per second per fabric", "Exact command rate over the "
+            "fleet, per transport (fabric), role and op.", "iops",
+            [(f"transport:nvmeof_commands:rate5m{{{J}}}", "{{role}} {{transport}} {{op}}")], w=8)
+    d.panel("timeseries", "Mean command latency per fabric", "Mean end-to-end command latency "
+            "over the fleet, per transport, role and op (host: submit to completion; target: "
+            "capsule received to response sent).", "s",
+            [(f"transport:nvmeof_command_latency_seconds:mean5m{{{J}}}",
+              "{{role}} {{transport}} {{op}}")], w=8)
+    d.panel("timeseries", "Network estimate per subsystem (mean over hosts)", "The network "
+            "estimate of each subsystem, averaged over the hosts connected to it.", "s",
+            [(f"nqn:nvmeof_network_estimate_seconds:mean5m{{{J}}}",
+              "{{nqn}} {{transport}} {{op}}")], w=8)
+    d.row("Subsystems")
+    d.panel("timeseries", "Busiest subsystems", "Commands per second per subsystem NQN, summed "
+            "over every host connected to it (role host) and every target port serving it "
+            "(role target): where they differ, a path or a node is missing.", "iops",
+            [(f"topk(20, nqn:nvmeof_commands:rate5m{{{J}}})", "{{role}} {{nqn}} {{op}}")], w=12)
+    d.panel("timeseries", "$instance against its subsystems",
+            "The selected node's network estimate per subsystem against the mean over all "
+            "hosts of that subsystem.", "s",
+            [(f'instance_nqn:nvmeof_network_estimate_seconds:mean5m{{{J}, instance=~"$instance"}}',
+              "$instance {{nqn}} {{op}}"),
+             (f'nqn:nvmeof_network_estimate_seconds:mean5m{{{J}}} and on (nqn, transport, op) '
+              f'instance_nqn:nvmeof_network_estimate_seconds:mean5m{{{J}, instance=~"$instance"}}',
+              "fleet mean {{nqn}} {{op}}")], w=12)
+    return d
+
+
 DASHBOARDS = {"nvmeof-latency.json": latency, "rdma-fabric.json": fabric,
-              "exporter-health.json": health}
+              "exporter-health.json": health, "nvmeof-fleet.json": fleet}
 
 
 def main():
