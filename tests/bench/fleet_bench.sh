@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# A fleet on one machine: what N nvmeof_exporter nodes cost a real Prometheus (Debian's 2.42),
+# text and native histograms, against prometheus-node-exporter's default collectors as the
+# reference. tests/bench/README.md "Fleet" has the results and what each figure means.
+#
+#   tests/bench/fleet_bench.sh [-n N]... [--modes "node_exporter native text"]
+#       [--settle SECONDS] [--interval SECONDS] [--reps R] [--keep] [--wal-replay]
+#
+# -n N (repeatable, default 200): fleet sizes, each run on its own (one after the other).
+# --modes: which Prometheus servers to run per N, side by side (default all three):
+#   node_exporter  N targets replaying one real node_exporter scrape (the reference)
+#   native         the fleet (fleet_server.py) to a Prometheus with
+#                  --enable-feature=native-histograms (protobuf, native schema-3 histograms)
+#   text           the fleet to a Prometheus without it (text, 16 classic buckets)
+# Every server loads the shipped rules (deploy/prometheus/*.rules.yml), scrapes every
+# --interval (default 15 s), and is measured once its head has settled (--settle, default 300 s
+# after the first scrape; at least two rule evaluations of every group): fleet_measure.py.
+# An empty Prometheus (no targets, no rules) runs beside them: its RSS is subtracted, so RSS per
+# node is what the nodes add.
+# --wal-replay (native only; by hand): after the measurement, also an agent that remote-writes
+#   the fleet to a central server, which is killed for 60 s and restarted: counts of samples
+#   per series before, during and after, and whether any were lost (tests/e2e/test_fleet.sh
+#   checks the same path at N=20 in CI, without the outage).
+# Exit 0 when it ran; the table says which budgets were met (a missed budget is a result).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+SIZES=()
+MODES="node_exporter native text"
+SETTLE=300
+INTERVAL=15
+REPS=10
+KEEP=0
+WAL=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    -n) SIZES+=("$2"); shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
+    --settle) SETTLE=$2; shift 2 ;;
+    --interval) INTERVAL=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    --wal-replay) WAL=1; shift ;;
+    *) sed -n '2,30p' "$0" >&2; exit 2 ;;
+  esac
+done
+[ ${#SIZES[@]} -gt 0 ] || SIZES=(200)
+for tool in prometheus python3 curl; do
+  command -v $tool >/dev/null || { echo "fleet_bench: $tool not installed (apt-get install prometheus)" >&2; exit 2; }
+done
+if [[ " $MODES " == *" node_exporter "* ]] && ! command -v prometheus-node-exporter >/dev/null; then
+  echo "fleet_bench: prometheus-node-exporter not installed (apt-get install prometheus-node-exporter)" >&2
+  exit 2
+fi
+
+WORK=$(mktemp -d /tmp/nvmeof-fleet.XXXXXX)
+PIDS=()
+stop_all() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  PIDS=()
+}
+finish() {
+  stop_all
+  if [ "$KEEP" = 1 ]; then echo "fleet_bench: kept $WORK"; else rm -rf "$WORK"; fi
+}
+trap finish EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_ready() {  # wait_ready URL SECONDS
+
+  for _ in $(seq "$(( $2 * 5 ))"); do curl -fsS "$1/-/ready" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  echo "fleet_bench: $1 not ready after $2 s" >&2; return 1
+}
+
+# The reference: one real scrape of node_exporter's default collectors on this machine.
+if [[ " $MODES " == *" node_exporter "* ]]; then
+  NEP=$(free_port)
+  prometheus-node-exporter --web.listen-address="127.0.0.1:$NEP" >"$WORK/node_exporter.log" 2>&1 &
+  NE_PID=$!
+  for _ in $(seq 50); do curl -fsS "127.0.0.1:$NEP/metrics" -o "$WORK/node_exporter.prom" 2>/dev/null && break; sleep 0.2; done
+  kill "$NE_PID"; wait "$NE_PID" 2>/dev/null || true
+  [ -s "$WORK/node_exporter.prom" ] || { echo "fleet_bench: node_exporter did not answer" >&2; exit 1; }
+  echo "reference: prometheus-node-exporter $(prometheus-node-exporter --version 2>&1 | head -1 | awk '{print $3}'), default collectors:" \
+    "$(grep -vc '^#' "$WORK/node_exporter.prom") samples per scrape on this machine ($(nproc) CPUs)"
+fi
+
+# scrape_config JOB KIND N PORT: N targets of one kind of node, all on the fleet server's port.
+scrape_config() {
+  local job=$1 kind=$2 n=$3 port=$4
+  python3 - "$job" "$kind" "$n" "$port" "$INTERVAL" <<'PY'
+import sys
+job, kind, n, port, interval = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+names = ["r%05d" % i if kind == "r" else "hhtb"[i % 4] + "%05d" % i for i in range(n)]
+print(f"""  - job_name: {job}
+    scrape_interval: {interval}s
+    scrape_timeout: {min(10, int(interval))}s
+    metrics_path: /metrics
+    static_configs:
+      - targets: [{", ".join(names)}]
+    relabel_configs:  # one server, N nodes: the node goes in the URL, the name in instance
+      - {{source_labels: [__address__], target_label: __param_node}}
+      - {{source_labels: [__address__], target_label: instance}}
+      - {{target_label: __address__, replacement: "127.0.0.1:{port}"}}""")
+PY
+}
+
+start_prom() {  # start_prom NAME CONFIG [flags]: sets PROM_URL, PROM_PID
+  local name=$1 cfg=$2; shift 2
+  local port
+  port=$(free_port)
+  prometheus --config.file="$cfg" --storage.tsdb.path="$WORK/tsdb-$name" \
+    --web.listen-address="127.0.0.1:$port" --enable-feature=extra-scrape-metrics "$@" \
+    >"$WORK/prometheus-$name.log" 2>&1 &
+  PROM_PID=$!
+  PIDS+=("$PROM_PID")
+  PROM_URL=http://127.0.0.1:$port
+  wait_ready "$PROM_URL" 60
+}
+
+RESULTS=()
+for N in "${SIZES[@]}"; do
+  echo "== N=$N: modes $MODES; scrape interval ${INTERVAL}s, settle ${SETTLE}s ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+  FP=$(free_port)
+  python3 "$HERE/fleet_server.py" --port "$FP" --nodes "$N" \
+    ${NEP:+--node-exporter "$WORK/node_exporter.prom"} >"$WORK/fleet-$N.port" 2>"$WORK/fleet-$N.log" &
+  FLEET_PID=$!
+  PIDS+=("$FLEET_PID")
+  for _ in $(seq 100); do [ -s "$WORK/fleet-$N.port" ] && break; sleep 0.1; done
+  [ -s "$WORK/fleet-$N.port" ] || { echo "fleet server did not start: $(cat "$WORK/fleet-$N.log")" >&2; exit 1; }
+
+  printf 'global: {scrape_interval: %ss}\n' "$INTERVAL" >"$WORK/empty.yml"
+  start_prom "empty-$N" "$WORK/empty.yml"
+  EMPTY_PID=$PROM_PID
+  declare -A URL=() PID=()
+  for mode in $MODES; do
+    cfg="$WORK/$mode-$N.yml"
+    {
+      printf 'global: {scrape_interval: %ss, evaluation_interval: %ss}\n' "$INTERVAL" "$INTERVAL"
+      if [ "$mode" = node_exporter ]; then
+        echo "scrape_configs:"
+        scrape_config node r "$N" "$FP"
+      else
+        echo "rule_files: [\"$REPO/deploy/prometheus/*.rules.yml\"]"
+        echo "scrape_configs:"
+        scrape_config nvmeof x "$N" "$FP"
+      fi
+    } >"$cfg"
+    flags=()
+    [ "$mode" = native ] && flags+=(--enable-feature=native-histograms)
+    start_prom "$mode-$N" "$cfg" "${flags[@]}"
+    URL[$mode]=$PROM_URL
+    PID[$mode]=$PROM_PID
+  done
+  t0=$(date +%s)
+  sleep "$SETTLE"
+  echo "settled $(( $(date +%s) - t0 ))s; measuring (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  base=$(awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$EMPTY_PID/status")
+  for mode in $MODES; do
+    python3 "$HERE/fleet_measure.py" measure --prom "${URL[$mode]}" --pid "${PID[$mode]}" \
+      --nodes "$N" --mode "$mode" --out "$WORK/result-$mode-$N.json" --baseline-rss "$base" \
+      --reps "$REPS"
+    RESULTS+=("$WORK/result-$mode-$N.json")
+  done
+  echo "fleet server: $(curl -fsS "127.0.0.1:$FP/stats" | tr '\n' ' ')"
+  if [ "$WAL" = 1 ]; then
+    "$HERE/fleet_wal_replay.sh" "$FP" "$N" "$WORK" "$INTERVAL" || echo "WAL replay check FAILED" >&2
+  fi
+  stop_all
+  unset URL PID
+done
+echo
+python3 "$HERE/fleet_measure.py" table "${RESULTS[@]}" | tee "$WORK/table.txt"
+[ "$KEEP" = 1 ] && cp "${RESULTS[@]}" "$WORK/table.txt" "$WORK/" 2>/dev/null || true
