@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# Beyond one Prometheus (issue 24; docs/fleet.md): the tested agent, remote-write and federation
+# setup, on a simulated fleet of 20 nodes (tests/bench/fleet_server.py: hosts 4x8, targets of
+# 16 subsystems, and both, replaying the real VM scrape; one HTTP port, nodes told apart by URL).
+#
+#   nodes --scrape (protobuf)--> agent --remote write (native histograms)--> central
+#   central --/federate?match[]=fleet recording rules--> global
+#
+# - agent: Debian's Prometheus 2.42 in agent mode (--enable-feature=agent,native-histograms),
+#   remote_write with send_native_histograms: true, and docs/fleet.md's metric_relabel_configs
+#   example (families no shipped dashboard or rule reads) on the scrape;
+# - central: --web.enable-remote-write-receiver --enable-feature=native-histograms, the shipped
+#   rules (deploy/prometheus/*.rules.yml, intervals shortened to 2 s);
+# - global: scrapes the central server's /federate for the fleet rules' series only.
+# Checks: every node's series arrive (minus exactly the dropped families); the latency
+# histograms arrive as native histograms (the query API answers histogram values, and no
+# classic _bucket series exist); every recording rule is healthy and the fleet rules return
+# data on the central server; every dashboard query and rule that reads NVMe-oF latency, IOPS or
+# the fleet rules returns data there (dashboards_check.py eval); the global server holds the
+# federated fleet series, the same set as the central server, and only those.
+# The exporter binary ($1) is not used: the nodes are replayed. Measured here: ~70 s.
+source "$(dirname "$0")/lib.sh"
+skip() { echo "skip: $*"; exit 77; }  # ctest: SKIP_RETURN_CODE 77
+for tool in prometheus python3 curl; do
+  command -v $tool >/dev/null || skip "$tool not installed (apt-get install prometheus)"
+done
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+N=20
+T_START=$(date +%s)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_ready() {
+  for _ in $(seq 150); do curl -fsS "$1/-/ready" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  fail "$1 not ready"
+}
+query() {  # query URL EXPR: the values of an instant query, one per line
+  curl -fsS --get "$1/api/v1/query" --data-urlencode "query=$2" |
+    python3 -c 'import json,sys
+for r in json.load(sys.stdin)["data"]["result"]: print(r["value"][1] if "value" in r else "histogram")'
+}
+
+# --- the fleet
+python3 "$REPO/tests/bench/fleet_server.py" --nodes $N --tick 3 >"$WORK/fleet.port" 2>"$WORK/fleet.log" &
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$WORK/fleet.port" ] && break; sleep 0.1; done
+FP=$(cat "$WORK/fleet.port")
+[ -n "$FP" ] || fail "fleet_server.py did not start: $(cat "$WORK/fleet.log")"
+NODES=$(python3 "$REPO/tests/bench/fleet_server.py" --list $N | paste -sd, -)
+
+# --- central: the remote-write receiver, with the shipped rules
+mkdir -p "$WORK/rules"
+for f in "$REPO"/deploy/prometheus/*.rules.yml; do
+  # The regression alerts compare with a day and a week ago: here 10 s and 20 s, over 10 s
+  # windows, as in test_native_histograms.sh (their week-long behaviour is promtool's).
+  sed -E 's/^(\s+interval:).*/\1 2s/; s/offset 1d/offset 10s/g; s/offset 1w/offset 20s/g; s/\[10m\]/[10s]/g' \
+    "$f" >"$WORK/rules/$(basename "$f")"
+done
+CP=$(free_port)
+cat >"$WORK/central.yml" <<YAML
+global: {evaluation_interval: 2s}
+rule_files: ["$WORK/rules/*.rules.yml"]
+YAML
+prometheus --config.file="$WORK/central.yml" --storage.tsdb.path="$WORK/tsdb-central" \
+  --web.listen-address="127.0.0.1:$CP" --web.enable-remote-write-receiver \
+  --enable-feature=native-histograms >"$WORK/central.log" 2>&1 &
+PIDS+=($!)
+CENTRAL=http://127.0.0.1:$CP
+
+# --- agent: scrapes the fleet, remote-writes to central (docs/fleet.md "Agent and remote write")
+DROP='nvmeof_controller_(queues|keep_alive_timeout_seconds|reconnect_delay_seconds|loss_timeout_seconds|fast_io_fail_timeout_seconds)|nvmeof_namespace_size_bytes|nvmeof_exporter_(label_values_sanitized|collector_timeouts)_total'
+AP=$(free_port)
+cat >"$WORK/agent.yml" <<YAML
+global: {scrape_interval: 3s, scrape_timeout: 3s}
+scrape_configs:
+  - job_name: nvmeof
+    static_configs: [{targets: [$NODES]}]
+    relabel_configs:  # one fleet_server.py, N nodes: the node goes in the URL, its name in instance
+      - {source_labels: [__address__], target_label: __param_node}
+      - {source_labels: [__address__], target_label: instance}
+      - {target_label: __address__, replacement: "127.0.0.1:$FP"}
+    metric_relabel_configs:  # families no shipped dashboard or rule reads
+      - source_labels: [__name__]
+        regex: '$DROP'
+        action: drop
+remote_write:
+  - url: $CENTRAL/api/v1/write
+    send_native_histograms: true
+    queue_config: {batch_send_deadline: 1s}
+YAML
+prometheus --config.file="$WORK/agent.yml" --storage.agent.path="$WORK/agent-wal" \
+  --web.listen-address="127.0.0.1:$AP" --enable-feature=agent,native-histograms \
+  --storage.remote.flush-deadline=1s \
+  >"$WORK/agent.log" 2>&1 &
+PIDS+=($!)
+AGENT=http://127.0.0.1:$AP
+
+# --- global: federates the fleet rules' series from central
+GP=$(free_port)
+MATCH='{__name__=~"nqn:nvmeof_.+|transport:nvmeof_.+|stage:nvmeof_.+"}'
+cat >"$WORK/global.yml" <<YAML
+scrape_configs:
+  - job_name: federate-nvmeof
+    scrape_interval: 2s
+    honor_labels: true
+    metrics_path: /federate
+    params:
+      'match[]': ['$MATCH']
+    static_configs: [{targets: ["127.0.0.1:$CP"]}]
+YAML
+prometheus --config.file="$WORK/global.yml" --storage.tsdb.path="$WORK/tsdb-global" \
+  --web.listen-address="127.0.0.1:$GP" >"$WORK/global.log" 2>&1 &
+PIDS+=($!)
+GLOBAL=http://127.0.0.1:$GP
+wait_ready "$CENTRAL"; wait_ready "$AGENT"; wait_ready "$GLOBAL"
+pass "fleet of $N nodes on port $FP; agent, central and global Prometheus ready ($(($(date +%s) - T_START)) s)"
+
+# --- every node's series arrive on central, minus exactly the dropped families
+# What each kind of node serves, from the server itself (text: one line per series, natively
+# one per histogram; the histogram families are counted once per series either way below).
+want=$(python3 - "$REPO" "$N" "$DROP" <<'PY'
+import re, sys
+sys.path.insert(0, sys.argv[1] + "/tests/bench")
+import fleet_server as fs
+n, drop = int(sys.argv[2]), re.compile(sys.argv[3])
+f = fs.Fleet(5)
+total = kept = 0
+for i in range(n):
+    name = fs.node_name(i)
+    for (fam, _), series in f.shapes[(name[0], (i // 4) % len(fs.RATES))].items():
+        total += len(series)
+        kept += 0 if drop.fullmatch(fam) else len(series)
+print(total, kept)
+PY
+)
+read -r WANT_ALL WANT_KEPT <<<"$want"
+SCRAPED='{job="nvmeof", __name__!~"up|scrape_.+|.+:.+|ALERTS|ALERTS_FOR_STATE"}'  # not the scrape's own series, rules or alerts
+got=""
+for _ in $(seq 30); do
+  got=$(query "$CENTRAL" "count($SCRAPED)")
+  [ "$got" = "$WANT_KEPT" ] && break
+  sleep 1
+done
+if [ "$got" != "$WANT_KEPT" ]; then
+  curl -fsS --get "$CENTRAL/api/v1/query" --data-urlencode "query=count by (__name__) ($SCRAPED)" |
+    python3 -c 'import json,sys
+for r in json.load(sys.stdin)["data"]["result"]: print(r["metric"]["__name__"], r["value"][1])' >"$WORK/central-names.txt"
+  fail "central holds '$got' series of job nvmeof, expected $WANT_KEPT (of $WANT_ALL served); per name: $WORK/central-names.txt"
+fi
+dropped=$(query "$CENTRAL" "count({__name__=~\"$DROP\"})")
+[ -z "$dropped" ] || fail "dropped families reached central: $dropped series"
+pass "central holds all $WANT_KEPT series of $N nodes through the agent; metric_relabel_configs dropped $((WANT_ALL - WANT_KEPT)) ($(($(date +%s) - T_START)) s)"
+
+# --- native histograms arrive as native histograms
+kinds=$(query "$CENTRAL" 'nvmeof_stage_latency_seconds{role="host"}' | sort | uniq -c)
+echo "$kinds" | grep -q ' histogram$' || fail "nvmeof_stage_latency_seconds on central is not native: $kinds"
+echo "$kinds" | grep -vq ' histogram$' && fail "some stage series on central are floats: $kinds"
+nb=$(query "$CENTRAL" 'count({__name__=~"nvmeof_(stage|command)_latency_seconds_bucket"})')
+[ -z "$nb" ] || fail "central stores classic buckets too: $nb series"
+nh=$(query "$CENTRAL" 'count(nvmeof_stage_latency_seconds) + count(nvmeof_command_latency_seconds)')
+pass "latency histograms arrive as native histograms ($nh series, no classic buckets)"
+
+# --- the rules on central: healthy, and the fleet rules return data. The [5m] rates need two
+# samples of each series (a few seconds at 2 s scrapes); the group then evaluates every 2 s.
+for _ in $(seq 60); do
+  n=$(query "$CENTRAL" 'count(stage:nvmeof_stage_latency_seconds:p99_5m_top10) + count(nqn:nvmeof_network_estimate_seconds:max5m) * 0')
+  [ -n "$n" ] && break
+  sleep 1
+done
+sleep 4  # every group evaluated at least once more
+curl -fsS "$CENTRAL/api/v1/rules" >"$WORK/rules.json"
+python3 - "$WORK/rules.json" <<'PY' || fail "rules on central: $(head -c 600 "$WORK/rules.json")"
+import json, sys
+groups = json.load(open(sys.argv[1]))["data"]["groups"]
+bad = [f"{g['name']}/{r['name']}: {r['health']} {r.get('lastError', '')}" for g in groups
+       for r in g["rules"] if r["type"] == "recording" and r["health"] != "ok"]
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+for r in nqn:nvmeof_commands:rate5m nqn:nvmeof_network_estimate_seconds:mean5m \
+         nqn:nvmeof_network_estimate_seconds:max5m transport:nvmeof_commands:rate5m \
+         transport:nvmeof_command_latency_seconds:mean5m stage:nvmeof_stage_latency_seconds:p99_5m_top10; do
+  c=$(query "$CENTRAL" "count($r)")
+  [ -n "$c" ] || fail "fleet rule $r: no data on central"
+  echo "  $r: $c series"
+done
+# Hosts and targets agree per subsystem: every subsystem a host reads from has its target's rate.
+agree=$(query "$CENTRAL" 'count(nqn:nvmeof_commands:rate5m{role="host"} and on (nqn, transport, op) nqn:nvmeof_commands:rate5m{role="target"})')
+hosts=$(query "$CENTRAL" 'count(nqn:nvmeof_commands:rate5m{role="host"})')
+[ -n "$agree" ] && [ "$agree" = "$hosts" ] || fail "host subsystems with a target side: '$agree' of '$hosts'"
+pass "every recording rule healthy on central; fleet rules return data; all $hosts host-side subsystem series have their target ($(($(date +%s) - T_START)) s)"
+
+# --- dashboards on central: every panel, variable and rule reading NVMe-oF or block latency,
+# IOPS or the fleet rules (the fleet replays no TCP or eBPF self-metrics: those panels are
+# test_dashboards_prometheus.sh's). Classic-bucket rules are empty on a native server.
+ONLY='latency_seconds|network_estimate|target_residence|network_and_target|nvmeof_commands|nqn:|transport:|stage:'
+while [ $(($(date +%s) - T_START)) -lt 40 ]; do sleep 1; done  # the alerts' 20 s "week" + 10 s window
+# b00003: a node that is both host and target, so the single-instance panels of both roles apply.
+python3 "$E2E_DIR/dashboards_check.py" eval --prom "$CENTRAL" --time "$(date +%s)" --only "$ONLY" \
+  --var instance=b00003 \
+  --expect-empty instance:nvmeof_command_latency_seconds_bucket:rate5m \
+  --expect-empty instance:nvmeof_stage_latency_seconds_bucket:rate5m \
+  "$REPO/dashboards" >"$WORK/eval.log" 2>&1 ||
+  fail "dashboards/rules on central: $(grep FAIL "$WORK/eval.log" | head -5)"
+pass "dashboards on central: $(tail -n 1 "$WORK/eval.log" | cut -d';' -f1) ($(($(date +%s) - T_START)) s)"
+
+# --- federation: the global server holds the fleet series, the same set as central's
+# Every fleet rule's series, on both servers (the top list's members can change between the two
+# reads: its count is compared, within its bound of 10 per role, transport and stage).
+FLEET_RULES="nqn:nvmeof_commands:rate5m nqn:nvmeof_network_estimate_seconds:mean5m
+  nqn:nvmeof_network_estimate_seconds:max5m transport:nvmeof_commands:rate5m
+  transport:nvmeof_command_latency_seconds:mean5m nqn:nvmeof_target_residence_seconds:mean5m"
+fed_ok=""
+for _ in $(seq 15); do
+  fed_ok=1
+  for r in $FLEET_RULES; do
+    [ "$(query "$GLOBAL" "count($r)")" = "$(query "$CENTRAL" "count($r)")" ] || fed_ok=""
+  done
+  [ -n "$fed_ok" ] && break
+  sleep 1
+done
+for r in $FLEET_RULES; do echo "  $r: central $(query "$CENTRAL" "count($r)"), global $(query "$GLOBAL" "count($r)")"; done
+[ -n "$fed_ok" ] || fail "the global server does not hold the fleet rules' series of central"
+# The top list: every member central has now is on the global server (which may still show a
+# member that just dropped out of it, until its lookback passes).
+members() {
+  curl -fsS --get "$1/api/v1/query" --data-urlencode 'query=stage:nvmeof_stage_latency_seconds:p99_5m_top10' |
+    python3 -c 'import json,sys
+for r in json.load(sys.stdin)["data"]["result"]:
+    m = r["metric"]; print(m["instance"], m["role"], m["transport"], m["stage"])' | sort
+}
+missing=""
+for _ in $(seq 10); do
+  members "$CENTRAL" >"$WORK/top-central.txt"
+  members "$GLOBAL" >"$WORK/top-global.txt"
+  missing=$(comm -23 "$WORK/top-central.txt" "$WORK/top-global.txt" | wc -l)
+  [ "$missing" = 0 ] && break
+  sleep 1
+done
+[ "$missing" = 0 ] || fail "top list: $missing of central's members are not on the global server"
+echo "  stage:nvmeof_stage_latency_seconds:p99_5m_top10: central $(wc -l <"$WORK/top-central.txt"), global $(wc -l <"$WORK/top-global.txt") (all of central's)"
+other=$(query "$GLOBAL" 'count({job=~".+", __name__!~"up|scrape_.+|nqn:nvmeof_.+|transport:nvmeof_.+|stage:nvmeof_.+"})')
+[ -z "$other" ] || fail "federation carried $other series that are not fleet rules"
+fed=$(query "$GLOBAL" 'count({__name__=~"nqn:nvmeof_.+|transport:nvmeof_.+|stage:nvmeof_.+"})')
+raw=$(query "$CENTRAL" "count($SCRAPED)")
+pass "global Prometheus federates $fed fleet series of $N nodes (central holds $raw raw series); job and instance kept (honor_labels) ($(($(date +%s) - T_START)) s)"
