@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "collectors/base/files.h"
+#include "collectors/base/flags.h"
 #include "collectors/base/log.h"
 #include "collectors/base/yaml.h"
 #include "collectors/registry.h"
@@ -15,45 +16,44 @@
 namespace nvmeof {
 namespace {
 
-struct FlagSpec {
-  const char* name;
-  const char* help;
-  bool is_bool;
-};
-
-constexpr FlagSpec kFlags[] = {
-    {"web.listen-address", "Address to listen on ([host]:port). Default :10420.", false},
-    {"web.telemetry-path", "Path under which to expose metrics. Default /metrics.", false},
-    {"web.config.file", "exporter-toolkit web config (TLS, basic auth).", false},
-    {"web.max-requests", "Concurrent scrapes served; more get 503. Default 4.", false},
-    {"web.max-connections", "Open HTTP connections; more are refused. Default 512.", false},
-    {"web.connection-timeout", "Seconds before an idle or slow connection is closed. Default 10.",
-     false},
-    {"web.scrape-timeout",
-     "Longest a scrape may take, in seconds (10, 2.5s); X-Prometheus-Scrape-Timeout-Seconds "
-     "less a margin shortens it. Collectors not done by then are left out. Default 10.",
-     false},
-    {"config.file", "YAML config: collectors, device and netdev filters, bpf.", false},
-    {"config.check", "Validate flags, --config.file and --web.config.file, then exit.", true},
-    {"path.sysfs", "sysfs mount point. Default /sys.", false},
-    {"path.procfs", "procfs mount point. Default /proc.", false},
-    {"path.configfs", "configfs mount point. Default /sys/kernel/config.", false},
-    {"bpf.mechanism", "Force one attach mechanism: auto|fentry|kprobe|tp_btf|raw_tp.", false},
-    {"bpf.btf-path", "External BTF file or directory for kernels/modules without BTF.", false},
-    {"log.level", "debug|info|warn|error. Default info.", false},
-    {"version", "Print version and exit.", true},
-    {"help", "Print this help and exit.", true},
-    // For tests: ethtool stats from `ethtool -S` style files instead of the ioctl.
-    {"testing.ethtool-dir", "(testing) read ethtool stats from DIR/<netdev>/ files.", false},
-    // For tests/fixtures/netlink: write every RDMA netlink reply to DIR/<request>.bin.
-    {"testing.rdma-netlink-record-dir", "(testing) record RDMA netlink replies in DIR.", false},
-};
-
-const FlagSpec* FindFlag(std::string_view name) {
-  for (const auto& f : kFlags) {
-    if (name == f.name) return &f;
-  }
-  return nullptr;
+// The exporter's flags (probe takes the same ones). Help text nullptr: not in --help.
+const std::vector<FlagSpec>& ExporterFlags() {
+  static const std::vector<FlagSpec> flags = {
+      {"web.listen-address", FlagSpec::kValue,
+       "Address to listen on ([host]:port). Default :10420."},
+      {"web.telemetry-path", FlagSpec::kValue,
+       "Path under which to expose metrics. Default /metrics."},
+      {"web.config.file", FlagSpec::kValue, "exporter-toolkit web config (TLS, basic auth)."},
+      {"web.max-requests", FlagSpec::kValue, "Concurrent scrapes served; more get 503. Default 4."},
+      {"web.max-connections", FlagSpec::kValue,
+       "Open HTTP connections; more are refused. Default 512."},
+      {"web.connection-timeout", FlagSpec::kValue,
+       "Seconds before an idle or slow connection is closed. Default 10."},
+      {"web.scrape-timeout", FlagSpec::kValue,
+       "Longest a scrape may take, in seconds (10, 2.5s); X-Prometheus-Scrape-Timeout-Seconds\n"
+       "less a margin shortens it. Collectors not done by then are left out. Default 10."},
+      {"config.file", FlagSpec::kValue, "YAML config: collectors, device and netdev filters, bpf."},
+      {"config.check", FlagSpec::kSwitch,
+       "Validate flags, --config.file and --web.config.file, then exit."},
+      {"path.sysfs", FlagSpec::kValue, "sysfs mount point. Default /sys."},
+      {"path.procfs", FlagSpec::kValue, "procfs mount point. Default /proc."},
+      {"path.configfs", FlagSpec::kValue, "configfs mount point. Default /sys/kernel/config."},
+      {"bpf.mechanism", FlagSpec::kValue,
+       "Force one attach mechanism: auto|fentry|kprobe|tp_btf|raw_tp."},
+      {"bpf.btf-path", FlagSpec::kValue,
+       "External BTF file or directory for kernels/modules without BTF."},
+      {"log.level", FlagSpec::kValue, "debug|info|warn|error. Default info."},
+      {"version", FlagSpec::kSwitch, "Print version and exit."},
+      {"help", FlagSpec::kSwitch, "Print this help and exit.", 'h'},
+      // Listed by UsageText with the collectors.
+      {"collector.", FlagSpec::kFamily, nullptr},
+      {"no-collector.", FlagSpec::kFamily, nullptr},
+      // For tests: ethtool stats from `ethtool -S` style files instead of the ioctl.
+      {"testing.ethtool-dir", FlagSpec::kValue, nullptr},
+      // For tests/fixtures/netlink: write every RDMA netlink reply to DIR/<request>.bin.
+      {"testing.rdma-netlink-record-dir", FlagSpec::kValue, nullptr},
+  };
+  return flags;
 }
 
 bool ParseInt(const std::string& flag, const std::string& text, int lo, int hi, int* out,
@@ -68,6 +68,15 @@ bool ParseInt(const std::string& flag, const std::string& text, int lo, int hi, 
   return true;
 }
 
+// [host]:port, host:port or :port with a port in [0, 65535]; the host is resolved at start.
+bool ValidListenAddress(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  if (address[0] == '[' && (colon == 0 || address[colon - 1] != ']')) return false;
+  const auto port = ParseU64(std::string_view(address).substr(colon + 1));
+  return port && *port <= 65535;
+}
+
 bool CheckRoot(const std::string& flag, const std::string& path, std::string* error) {
   if (!IsDir(path)) {
     *error = "--" + flag + ": \"" + path + "\" is not a readable directory";
@@ -76,6 +85,69 @@ bool CheckRoot(const std::string& flag, const std::string& path, std::string* er
   if (ListDir(path).empty() && !Exists(path + "/.")) {
     *error = "--" + flag + ": \"" + path + "\" cannot be read";
     return false;
+  }
+  return true;
+}
+
+// --collector.NAME / --no-collector.NAME, the last one per NAME winning.
+bool CollectorFlags(const ParsedArgs& parsed, std::map<std::string, bool>* enabled,
+                    std::string* error) {
+  for (const auto& flag : parsed.flags) {
+    for (const std::string prefix : {"collector.", "no-collector."}) {
+      if (flag.name.rfind(prefix, 0) != 0) continue;
+      const std::string name = flag.name.substr(prefix.size());
+      if (!FindCollector(name)) {
+        std::string list;
+        for (const auto& c : AllCollectors())
+          list += (list.empty() ? "" : ", ") + std::string(c.name);
+        *error = "--" + flag.name + ": unknown collector \"" + name + "\" (known: " + list + ")";
+        return false;
+      }
+      (*enabled)[name] = prefix == "collector.";
+    }
+  }
+  return true;
+}
+
+// The --web.* flags.
+bool WebFlags(const ParsedArgs& parsed, WebOptions* web, std::string* error) {
+  if (auto v = parsed.Get("web.listen-address")) {
+    if (!ValidListenAddress(*v)) {
+      *error = "--web.listen-address: \"" + *v + "\" is not [host]:port (port 0-65535)";
+      return false;
+    }
+    web->listen_address = *v;
+  }
+  if (auto v = parsed.Get("web.telemetry-path")) {
+    if (v->empty() || (*v)[0] != '/' || *v == "/") {
+      *error = "--web.telemetry-path: \"" + *v + "\" must start with / and not be /";
+      return false;
+    }
+    web->telemetry_path = *v;
+  }
+  if (auto v = parsed.Get("web.config.file")) web->config_file = *v;
+  if (auto v = parsed.Get("web.max-requests");
+      v && !ParseInt("web.max-requests", *v, 1, 1024, &web->max_requests, error)) {
+    return false;
+  }
+  if (auto v = parsed.Get("web.max-connections");
+      v && !ParseInt("web.max-connections", *v, 4, 65536, &web->max_connections, error)) {
+    return false;
+  }
+  if (auto v = parsed.Get("web.connection-timeout");
+      v && !ParseInt("web.connection-timeout", *v, 1, 3600, &web->timeout_seconds, error)) {
+    return false;
+  }
+  if (auto v = parsed.Get("web.scrape-timeout")) {
+    std::string text = *v;
+    if (!text.empty() && text.back() == 's') text.pop_back();
+    char* end = nullptr;
+    const double seconds = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(seconds > 0) || seconds > 600) {
+      *error = "--web.scrape-timeout: \"" + *v + "\" is not a number of seconds in (0, 600]";
+      return false;
+    }
+    web->scrape_timeout_seconds = seconds;
   }
   return true;
 }
@@ -140,75 +212,24 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
   for (const auto& c : AllCollectors())
     options->collectors[std::string(c.name)] = c.enabled_by_default;
 
-  std::map<std::string, std::string> values;  // flag -> value, as given
-  std::map<std::string, bool> collector_flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "probe" && i == 1) {
-      options->subcommand = "probe";
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      *error = "unexpected argument \"" + arg + "\" (flags start with --; see --help)";
-      return false;
-    }
-    arg = arg.substr(2);
-    std::string value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    for (const char* prefix : {"collector.", "no-collector."}) {
-      if (arg.rfind(prefix, 0) != 0) continue;
-      const std::string name = arg.substr(std::string(prefix).size());
-      if (!FindCollector(name)) {
-        std::string list;
-        for (const auto& c : AllCollectors())
-          list += (list.empty() ? "" : ", ") + std::string(c.name);
-        *error = "--" + arg + ": unknown collector \"" + name + "\" (known: " + list + ")";
-        return false;
-      }
-      if (has_value) {
-        *error = "--" + arg + ": takes no value";
-        return false;
-      }
-      collector_flags[name] = std::string(prefix) == "collector.";
-      arg.clear();
-      break;
-    }
-    if (arg.empty()) continue;
-    const FlagSpec* spec = FindFlag(arg);
-    if (!spec) {
-      *error = "--" + arg + ": unknown flag (see --help)";
-      return false;
-    }
-    if (spec->is_bool) {
-      if (has_value && value != "true" && value != "false") {
-        *error = "--" + arg + ": \"" + value + "\" is not true or false";
-        return false;
-      }
-      values[arg] = has_value ? value : "true";
-      continue;
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        *error = "--" + arg + ": missing value";
-        return false;
-      }
-      value = argv[++i];
-    }
-    values[arg] = value;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "probe") {
+    options->subcommand = "probe";
+    args.erase(args.begin());
   }
-
-  auto get = [&](const char* name) -> const std::string* {
-    auto it = values.find(name);
-    return it == values.end() ? nullptr : &it->second;
-  };
-  options->show_help = get("help") && *get("help") == "true";
-  options->show_version = get("version") && *get("version") == "true";
-  options->config_check = get("config.check") && *get("config.check") == "true";
+  ParsedArgs parsed;
+  if (!ParseFlags(args, ExporterFlags(), &parsed, error)) return false;
+  if (!parsed.positional.empty()) {
+    *error =
+        "unexpected argument \"" + parsed.positional[0] + "\" (flags start with --; see --help)";
+    return false;
+  }
+  std::map<std::string, bool> collector_flags;
+  if (!CollectorFlags(parsed, &collector_flags, error)) return false;
+  auto get = [&](const char* name) { return parsed.Get(name); };
+  options->show_help = parsed.On("help");
+  options->show_version = parsed.On("version");
+  options->config_check = parsed.On("config.check");
   if (auto v = get("log.level")) {
     LogLevel level;
     if (!ParseLogLevel(*v, &level)) {
@@ -217,39 +238,7 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
     }
     options->log_level = *v;
   }
-  auto& web = options->web;
-  if (auto v = get("web.listen-address")) web.listen_address = *v;
-  if (auto v = get("web.telemetry-path")) {
-    if (v->empty() || (*v)[0] != '/' || *v == "/") {
-      *error = "--web.telemetry-path: \"" + *v + "\" must start with / and not be /";
-      return false;
-    }
-    web.telemetry_path = *v;
-  }
-  if (auto v = get("web.config.file")) web.config_file = *v;
-  if (auto v = get("web.max-requests");
-      v && !ParseInt("web.max-requests", *v, 1, 1024, &web.max_requests, error)) {
-    return false;
-  }
-  if (auto v = get("web.max-connections");
-      v && !ParseInt("web.max-connections", *v, 4, 65536, &web.max_connections, error)) {
-    return false;
-  }
-  if (auto v = get("web.connection-timeout");
-      v && !ParseInt("web.connection-timeout", *v, 1, 3600, &web.timeout_seconds, error)) {
-    return false;
-  }
-  if (auto v = get("web.scrape-timeout")) {
-    std::string text = *v;
-    if (!text.empty() && text.back() == 's') text.pop_back();
-    char* end = nullptr;
-    const double seconds = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !(seconds > 0) || seconds > 600) {
-      *error = "--web.scrape-timeout: \"" + *v + "\" is not a number of seconds in (0, 600]";
-      return false;
-    }
-    web.scrape_timeout_seconds = seconds;
-  }
+  if (!WebFlags(parsed, &options->web, error)) return false;
   auto& paths = options->collector.paths;
   for (auto [flag, dst] :
        {std::pair{"path.sysfs", &paths.sysfs}, std::pair{"path.procfs", &paths.procfs},
@@ -301,21 +290,20 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
 
 std::string UsageText() {
   std::ostringstream out;
-  out << "usage: nvmeof_exporter [probe] [flags]\n"
-         "       nvmeof_exporter report [--detail] [--format=text|json] "
-         "[--baseline=OLD[,OLD_TARGET]] FILE [FILE]\n"
-         "       nvmeof_exporter top --from=http://HOST:PORT [--once] [--interval=SECONDS] "
-         "[--format=json]\n\n"
-         "Prometheus exporter for NVMe-over-Fabrics and RDMA metrics.\n"
+  out << "usage: nvmeof_exporter [flags]\n"
+         "       nvmeof_exporter probe [flags]\n"
+         "       nvmeof_exporter record|report|top [flags]   (see nvmeof_exporter SUBCOMMAND "
+         "--help)\n\n"
+         "Prometheus exporter for NVMe-over-Fabrics and RDMA metrics. Without a subcommand it\n"
+         "serves /metrics. Subcommands (docs/profiling.md):\n"
          "  probe    print, per BPF hook, whether and how it would attach; exit 1 if a\n"
-         "           required hook cannot attach\n"
+         "           required hook cannot attach (takes the flags below)\n"
+         "  record   record sampled NVMe-oF commands to a file, on a host or a target (root)\n"
          "  report   tables of `record` files; a host and a target file are joined per command\n"
-         "           (docs/profiling.md)\n"
-         "  top      live per-group stage view from a running exporter's /metrics\n\nflags:\n";
-  for (const auto& f : kFlags) {
-    if (std::string_view(f.name).rfind("testing.", 0) == 0) continue;
-    out << "  --" << f.name << (f.is_bool ? "" : "=VALUE") << "\n      " << f.help << "\n";
-  }
+         "  top      live per-group stage view: its own eBPF programs (root), or --from a\n"
+         "           running exporter's /metrics\n\n"
+         "flags:\n"
+      << FlagsHelp(ExporterFlags());
   out << "  --collector.NAME / --no-collector.NAME\n      Enable or disable a collector:\n";
   for (const auto& c : AllCollectors()) {
     out << "        " << c.name << (c.enabled_by_default ? " (default on): " : " (default off): ")

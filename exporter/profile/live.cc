@@ -17,6 +17,7 @@
 #include "collectors/base/fd.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/nvmeof.h"
+#include "exporter/profile/cli.h"
 #include "exporter/profile/report.h"
 
 namespace nvmeof::profile {
@@ -64,15 +65,6 @@ struct LiveAcc {
   std::vector<double> e2e;
   std::map<std::string, std::pair<double, double>> stages;  // count, sum
 };
-
-bool ParseUint(const std::string& s, std::uint64_t max, std::uint64_t* v) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || *end || errno || n == 0 || n > max) return false;
-  *v = n;
-  return true;
-}
 
 // The mechanism of a role's frame hook (nvme_setup_cmd / nvmet_req_init), for the header.
 std::string FrameMechanism(const AttachPlan& plan, bool host) {
@@ -228,72 +220,77 @@ std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,
   return out;
 }
 
-int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const char* usage =
-      "usage: nvmeof_exporter record [-s N] [--duration=SECONDS] [--role=host|target|both] "
-      "[--ring-size=MIB] [--bpf.mechanism=auto|fentry|kprobe|tp_btf|raw_tp] -o FILE\n"
-      "  --role=both writes FILE.host.jsonl and FILE.target.jsonl\n";
+namespace {
+
+struct RecordArgs {
   std::uint64_t every = 1, duration = 0, ring_mib = NVMEOF_RECORD_RING_DEFAULT >> 20;
   std::string role = "host", output;
   BpfOptions bpf;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const std::string& flag, std::string* v) {
-      if (a == flag && i + 1 < args.size()) {
-        *v = args[++i];
-        return true;
-      }
-      if (a.rfind(flag + "=", 0) == 0) {
-        *v = a.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
-    std::string v;
-    if (value("-s", &v) || value("--sample-every", &v)) {
-      if (!ParseUint(v, 1u << 20, &every)) {
-        err << "nvmeof_exporter record: -s: \"" << v << "\" is not a whole number in [1, 2^20]\n";
-        return 2;
-      }
-    } else if (value("--duration", &v)) {
-      if (!ParseUint(v, 86400, &duration)) {
-        err << "nvmeof_exporter record: --duration: \"" << v
-            << "\" is not a number of seconds in [1, 86400]\n";
-        return 2;
-      }
-    } else if (value("--role", &v)) {
-      role = v;
-      if (role != "host" && role != "target" && role != "both") {
-        err << "nvmeof_exporter record: --role: \"" << v << "\" is not host, target or both\n";
-        return 2;
-      }
-    } else if (value("--ring-size", &v)) {
-      // A power of 2 (the kernel's rule for ring buffers), 1 MiB to 1 GiB.
-      if (!ParseUint(v, 1024, &ring_mib) || (ring_mib & (ring_mib - 1))) {
-        err << "nvmeof_exporter record: --ring-size: \"" << v
-            << "\" is not a power of 2 MiB in [1, 1024]\n";
-        return 2;
-      }
-    } else if (value("--bpf.mechanism", &v)) {
-      if (!ValidBpfMechanism(v)) {
-        err << "nvmeof_exporter record: --bpf.mechanism: unknown \"" << v << "\"\n";
-        return 2;
-      }
-      bpf.mechanism = v;
-    } else if (value("-o", &v) || value("--output", &v)) {
-      output = v;
-    } else if (a == "--help" || a == "-h") {
-      out << usage;
-      return 0;
-    } else {
-      err << "nvmeof_exporter record: unknown argument \"" << a << "\"\n" << usage;
-      return 2;
-    }
+};
+
+const std::vector<FlagSpec>& RecordFlags() {
+  static const std::vector<FlagSpec> flags = {
+      {"output", FlagSpec::kValue,
+       "Write the records to FILE (required); --role=both writes FILE.host.jsonl and\n"
+       "FILE.target.jsonl.",
+       'o', "FILE"},
+      {"sample-every", FlagSpec::kValue,
+       "Record 1 in N commands, chosen on (slba, cid): host and target with the same N keep\n"
+       "the same commands. Default 1.",
+       's', "N"},
+      {"duration", FlagSpec::kValue,
+       "Stop after SECONDS, in [1, 86400]. Default: at Ctrl-C or SIGTERM.", 0, "SECONDS"},
+      {"role", FlagSpec::kValue, "host, target or both. Default host.", 0, "ROLE"},
+      {"ring-size", FlagSpec::kValue,
+       "BPF ring buffer in MiB, a power of 2 in [1, 1024]. Default 16.", 0, "MIB"},
+      kMechanismFlag,
+      kHelpFlag,
+  };
+  return flags;
+}
+
+// -1 to go on; else the exit status (0 after --help, 2 for bad usage).
+int ParseRecordArgs(const std::vector<std::string>& args, RecordArgs* r, std::ostream& out,
+                    std::ostream& err) {
+  static const std::string usage =
+      Usage("record -o FILE [flags]",
+            "Records sampled NVMe-oF commands, one JSON line each, until --duration or Ctrl-C\n"
+            "(root; docs/profiling.md).",
+            RecordFlags());
+  ParsedArgs p;
+  if (int rc = ParseCommand("record", args, RecordFlags(), usage, 0, &p, out, err); rc >= 0)
+    return rc;
+  std::string e;
+  if (!GetSampleEvery(p, &r->every, &e) || !GetMechanism(p, &r->bpf.mechanism, &e))
+    return UsageError("record", e, err);
+  if (auto v = p.Get("duration"); v && !ParseCount(*v, 86400, &r->duration)) {
+    return UsageError("record",
+                      "--duration: \"" + *v + "\" is not a number of seconds in [1, 86400]", err);
   }
-  if (output.empty()) {
-    err << "nvmeof_exporter record: -o FILE is required\n" << usage;
-    return 2;
+  if (auto v = p.Get("role")) {
+    r->role = *v;
+    if (r->role != "host" && r->role != "target" && r->role != "both")
+      return UsageError("record", "--role: \"" + *v + "\" is not host, target or both", err);
   }
+  // A power of 2 (the kernel's rule for ring buffers), 1 MiB to 1 GiB.
+  if (auto v = p.Get("ring-size");
+      v && (!ParseCount(*v, 1024, &r->ring_mib) || (r->ring_mib & (r->ring_mib - 1)))) {
+    return UsageError("record", "--ring-size: \"" + *v + "\" is not a power of 2 MiB in [1, 1024]",
+                      err);
+  }
+  if (auto v = p.Get("output")) r->output = *v;
+  if (r->output.empty()) return UsageError("record", "-o FILE is required (see --help)", err);
+  return -1;
+}
+
+}  // namespace
+
+int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RecordArgs r;
+  if (int rc = ParseRecordArgs(args, &r, out, err); rc >= 0) return rc;
+  const std::uint64_t every = r.every, duration = r.duration, ring_mib = r.ring_mib;
+  const std::string &role = r.role, &output = r.output;
+  const BpfOptions& bpf = r.bpf;
   const bool want_host = role != "target", want_target = role != "host";
   const std::string host_path = role == "both" ? output + ".host.jsonl" : output;
   const std::string target_path = role == "both" ? output + ".target.jsonl" : output;

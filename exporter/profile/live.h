@@ -32,9 +32,10 @@ std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,
                                 const std::vector<std::pair<std::uint64_t, std::string>>& names,
                                 double seconds);
 
-// `record [-s N] [--duration=S] [--role=host|target|both] [--ring-size=MiB]
-// [--bpf.mechanism=M] -o FILE` (args exclude "record"). With --role=both, FILE is a prefix:
-// FILE.host.jsonl and FILE.target.jsonl. Exit 0, 1 when BPF cannot load, 2 for bad usage.
+// `record -o FILE [-s N] [--duration=S] [--role=host|target|both] [--ring-size=MiB]
+// [--bpf.mechanism=M]` (args exclude "record"; flags as `record --help` lists them). With
+// --role=both, FILE is a prefix: FILE.host.jsonl and FILE.target.jsonl. Exit 0 (also after
+// --help, on `out`), 1 when BPF cannot load, 2 for bad usage (one line on `err`).
 int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // `top` on its own record object: interval, once and json as RunTop's; sample_every 1 in N.

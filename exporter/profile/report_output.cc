@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "collectors/bpf/nvmeof.h"
+#include "exporter/profile/cli.h"
 #include "exporter/profile/text.h"
 
 namespace nvmeof::profile {
@@ -232,36 +233,48 @@ void PrintComparison(const Report& base, const Report& now, bool json, std::ostr
     out << "\nno group and component in common with the baseline\n";
 }
 
+namespace {
+
+const std::vector<FlagSpec>& ReportFlags() {
+  static const std::vector<FlagSpec> flags = {
+      {"detail", FlagSpec::kSwitch, "Add n, p50, p99, p99.9 and a log2 histogram per component."},
+      {"format", FlagSpec::kValue, "text or json. Default text.", 0, "FORMAT"},
+      {"baseline", FlagSpec::kValue,
+       "Compare with an earlier run: its host file, and its target file to join it with.", 0,
+       "OLD[,OLD_TARGET]"},
+      kHelpFlag,
+  };
+  return flags;
+}
+
+}  // namespace
+
 int RunReport(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  bool detail = false, json = false;
-  std::vector<std::string> files, baseline;
-  for (const auto& a : args) {
-    if (a == "--detail") {
-      detail = true;
-    } else if (a == "--format=json") {
-      json = true;
-    } else if (a == "--format=text") {
-      json = false;
-    } else if (a.rfind("--baseline=", 0) == 0) {
-      std::stringstream ss(a.substr(11));
-      std::string f;
-      while (std::getline(ss, f, ','))
-        if (!f.empty()) baseline.push_back(f);
-    } else if (a == "--help" || a == "-h") {
-      out << "usage: nvmeof_exporter report [--detail] [--format=text|json] "
-             "[--baseline=OLD[,OLD_TARGET]] FILE [FILE]\n";
-      return 0;
-    } else if (a.rfind("--", 0) == 0) {
-      err << "nvmeof_exporter report: unknown flag " << a << "\n";
-      return 2;
-    } else {
-      files.push_back(a);
-    }
+  static const std::string usage =
+      Usage("report [flags] FILE [FILE]",
+            "Tables of `record` files: per group each stage's mean, share and queue depth; a host\n"
+            "and a target file are joined per command (docs/profiling.md).",
+            ReportFlags());
+  ParsedArgs p;
+  if (int rc = ParseCommand("report", args, ReportFlags(), usage, 2, &p, out, err); rc >= 0)
+    return rc;
+  bool json = false;
+  std::string error;
+  if (!GetFormatJson(p, &json, &error)) return UsageError("report", error, err);
+  const bool detail = p.On("detail");
+  const std::vector<std::string>& files = p.positional;
+  std::vector<std::string> baseline;
+  if (auto v = p.Get("baseline")) {
+    std::stringstream ss(*v);
+    std::string f;
+    while (std::getline(ss, f, ','))
+      if (!f.empty()) baseline.push_back(f);
+    if (baseline.size() > 2)
+      return UsageError("report", "--baseline: \"" + *v + "\" names more than 2 files", err);
   }
-  if (files.empty() || files.size() > 2 || baseline.size() > 2) {
-    err << "usage: nvmeof_exporter report [--detail] [--format=text|json] "
-           "[--baseline=OLD[,OLD_TARGET]] FILE [FILE]\n";
-    return 2;
+  if (files.empty()) {
+    return UsageError("report", "give a record file, or a host and a target file (see --help)",
+                      err);
   }
   auto load = [&](const std::vector<std::string>& paths, Report* rep) {
     std::vector<RecordFile> f(paths.size());

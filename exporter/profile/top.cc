@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "bpf/nvmeof_maps.h"
+#include "collectors/base/files.h"
 #include "collectors/bpf/nvmeof.h"
+#include "exporter/profile/cli.h"
 #include "exporter/profile/http_get.h"
 #include "exporter/profile/live.h"
 #include "exporter/profile/text.h"
@@ -287,61 +289,95 @@ void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostr
   out << "]}\n";
 }
 
-int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+
+struct TopArgs {
   std::string from;
   HttpClientOptions client;
   bool once = false, json = false;
   double interval = 2;
   std::uint64_t every = 8;
   std::string mechanism = "auto";
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    if ((a == "-s" || a == "--sample-every") && i + 1 < args.size()) a += "=" + args[++i];
-    if (a.rfind("--from=", 0) == 0) {
-      from = a.substr(7);
-    } else if (a.rfind("--from.ca-file=", 0) == 0) {
-      client.ca_file = a.substr(15);
-    } else if (a == "--from.insecure-skip-verify") {
-      client.insecure_skip_verify = true;
-    } else if (a.rfind("--from.username=", 0) == 0) {
-      client.username = a.substr(16);
-    } else if (a.rfind("--from.password-file=", 0) == 0) {
-      client.password_file = a.substr(21);
-    } else if (a == "--once") {
-      once = true;
-    } else if (a == "--format=json") {
-      json = true;
-    } else if (a == "--format=text") {
-      json = false;
-    } else if (a.rfind("--interval=", 0) == 0) {
-      char* end = nullptr;
-      interval = std::strtod(a.c_str() + 11, &end);
-      if (*end || !(interval > 0) || interval > 3600) {
-        err << "nvmeof_exporter top: --interval: \"" << a.substr(11)
-            << "\" is not a number of seconds in (0, 3600]\n";
-        return 2;
-      }
-    } else if (a.rfind("-s=", 0) == 0 || a.rfind("--sample-every=", 0) == 0) {
-      const std::string v = a.substr(a.find('=') + 1);
-      char* end = nullptr;
-      every = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end || every == 0 || every > (1u << 20)) {
-        err << "nvmeof_exporter top: -s: \"" << v << "\" is not a whole number in [1, 2^20]\n";
-        return 2;
-      }
-    } else if (a.rfind("--bpf.mechanism=", 0) == 0) {
-      mechanism = a.substr(16);
-    } else {
-      err << "usage: nvmeof_exporter top [--from=http[s]://HOST:PORT[/metrics]] [--once] "
-             "[--interval=SECONDS] [--format=json] [-s=N] [--bpf.mechanism=M]\n"
-             "  --from over https: [--from.ca-file=PEM] [--from.insecure-skip-verify]\n"
-             "  basic auth: --from.username=USER --from.password-file=FILE (first line)\n"
-             "  without --from: loads its own eBPF programs (root), samples 1 in N (8)\n";
-      return a == "--help" ? 0 : 2;
+};
+
+const std::vector<FlagSpec>& TopFlags() {
+  static const std::vector<FlagSpec> flags = {
+      {"from", FlagSpec::kValue,
+       "Read two scrapes of a running exporter's /metrics (http:// or https://) per frame\n"
+       "instead of loading eBPF programs; needs no privileges.",
+       0, "URL"},
+      {"from.ca-file", FlagSpec::kValue,
+       "https: verify the server against this PEM CA bundle. Default: the system trust.", 0, "PEM"},
+      {"from.insecure-skip-verify", FlagSpec::kSwitch, "https: accept any certificate (testing)."},
+      {"from.username", FlagSpec::kValue, "Basic auth user, with --from.password-file.", 0, "USER"},
+      {"from.password-file", FlagSpec::kValue, "Basic auth password: the file's first line.", 0,
+       "FILE"},
+      {"once", FlagSpec::kSwitch, "Print one frame and exit."},
+      {"interval", FlagSpec::kValue, "Seconds per frame, in (0, 3600]. Default 2.", 0, "SECONDS"},
+      {"format", FlagSpec::kValue, "text, or json: one JSON object per frame. Default text.", 0,
+       "FORMAT"},
+      {"sample-every", FlagSpec::kValue, "Without --from: time 1 in N commands. Default 8.", 's',
+       "N"},
+      kMechanismFlag,
+      kHelpFlag,
+  };
+  return flags;
+}
+
+// -1 to go on; else the exit status (0 after --help, 2 for bad usage).
+int ParseTopArgs(const std::vector<std::string>& args, TopArgs* t, std::ostream& out,
+                 std::ostream& err) {
+  static const std::string usage =
+      Usage("top [--from=URL] [flags]",
+            "A live per-group stage view: commands/s, end-to-end mean/p50/p99 and each stage's\n"
+            "mean, share and queue depth. Without --from it loads its own eBPF programs (root).",
+            TopFlags());
+  ParsedArgs p;
+  if (int rc = ParseCommand("top", args, TopFlags(), usage, 0, &p, out, err); rc >= 0) return rc;
+  std::string e;
+  if (!GetSampleEvery(p, &t->every, &e) || !GetMechanism(p, &t->mechanism, &e) ||
+      !GetFormatJson(p, &t->json, &e))
+    return UsageError("top", e, err);
+  if (auto v = p.Get("from")) {
+    t->from = *v;
+    if (v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
+      return UsageError("top", "--from: \"" + *v + "\" is not an http:// or https:// URL", err);
+  }
+  for (auto [flag, dst] : {std::pair{"from.ca-file", &t->client.ca_file},
+                           std::pair{"from.password-file", &t->client.password_file}}) {
+    const std::string* v = p.Get(flag);
+    if (!v) continue;
+    if (!Exists(*v))
+      return UsageError("top", std::string("--") + flag + ": \"" + *v + "\" does not exist", err);
+    *dst = *v;
+  }
+  if (auto v = p.Get("from.username")) t->client.username = *v;
+  t->client.insecure_skip_verify = p.On("from.insecure-skip-verify");
+  t->once = p.On("once");
+  if (auto v = p.Get("interval")) {
+    char* end = nullptr;
+    t->interval = std::strtod(v->c_str(), &end);
+    if (v->empty() || *end || !(t->interval > 0) || t->interval > 3600) {
+      return UsageError("top", "--interval: \"" + *v + "\" is not a number of seconds in (0, 3600]",
+                        err);
     }
   }
-  if (from.empty())
-    return RunTopLive(interval, once, json, static_cast<std::uint32_t>(every), mechanism, out, err);
+  return -1;
+}
+
+}  // namespace
+
+int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  TopArgs t;
+  if (int rc = ParseTopArgs(args, &t, out, err); rc >= 0) return rc;
+  if (t.from.empty()) {
+    return RunTopLive(t.interval, t.once, t.json, static_cast<std::uint32_t>(t.every), t.mechanism,
+                      out, err);
+  }
+  const std::string& from = t.from;
+  const HttpClientOptions& client = t.client;
+  const bool once = t.once, json = t.json;
+  const double interval = t.interval;
   auto scrape = [&](std::vector<Sample>* samples) {
     std::string body, error;
     if (!HttpGet(from, client, &body, &error) || !ParseExposition(body, samples, &error)) {

@@ -49,7 +49,10 @@ void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostr
 void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out,
                   double at = NAN);
 
-// `top --from=URL [--once] [--interval=SECONDS] [--format=json]` (args exclude "top").
+// `top [--from=URL] [--once] [--interval=SECONDS] [--format=text|json] [-s N]
+// [--bpf.mechanism=M]` (args exclude "top"; flags as `top --help` lists them): without --from
+// on its own eBPF programs (RunTopLive). Exit 0 (also after --help, on `out`), 1 when a scrape
+// or BPF fails, 2 for bad usage (one line on `err`).
 int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace nvmeof::profile

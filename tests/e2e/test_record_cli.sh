@@ -19,7 +19,7 @@ expect 2 "-o FILE is required" record -s 4
 expect 2 "is not a whole number" record -s 0 -o "$WORK/x"
 expect 2 "is not host, target or both" record --role=initiator -o "$WORK/x"
 expect 2 "is not a power of 2 MiB" record --ring-size=12 -o "$WORK/x"
-expect 2 "unknown argument" record --bogus -o "$WORK/x"
+expect 2 "--bogus: unknown flag" record --bogus -o "$WORK/x"
 expect 2 "is not a whole number" top -s 0
 expect 0 "usage: nvmeof_exporter record" record --help
 if [ -d /sys/module/nvme_core ] || [ -d /sys/module/nvmet ]; then
