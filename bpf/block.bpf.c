@@ -18,11 +18,12 @@
 #include "block_maps.h"
 #include "core_shims.h"
 #include "hist.h"
+#include "nvmeof_common.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the exporter before load. */
-const volatile __u32 sample_every = 1; /* time 1 in N requests (counted per CPU) */
+const volatile __u32 sample_every = 1; /* time 1 in N requests (picked by a hash, see sampled) */
 const volatile bool issue_hooked = true;
 
 struct {
@@ -49,12 +50,11 @@ struct {
   __type(value, struct nvmeof_block_hist);
 } zero_hist SEC(".maps");
 
-/* Event counters; then the sampling counter; then a scratch slot (see request_id). */
-#define SAMPLE_SLOT NVMEOF_CTR_COUNT
-#define SCRATCH_SLOT (NVMEOF_CTR_COUNT + 1)
+/* Event counters; then a scratch slot (see request_id). */
+#define SCRATCH_SLOT NVMEOF_CTR_COUNT
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, NVMEOF_CTR_COUNT + 2);
+  __uint(max_entries, NVMEOF_CTR_COUNT + 1);
   __type(key, __u32);
   __type(value, __u64);
 } counters SEC(".maps");
@@ -64,14 +64,11 @@ static __always_inline void count_event(__u32 which) {
   if (c) *c += 1;
 }
 
-/* True for the one request in sample_every that gets timed. */
-static __always_inline bool sampled(void) {
-  __u32 key = SAMPLE_SLOT;
-  __u64* c;
-  if (sample_every <= 1) return true;
-  c = bpf_map_lookup_elem(&counters, &key);
-  if (!c) return false;
-  return (*c)++ % sample_every == 0;
+/* True for about one request in sample_every: a hash of its start sector and address, which
+ * issue and completion both read, so a completion of an unsampled request returns before
+ * touching the in-flight table (and before reading the clock). */
+static __always_inline bool sampled(struct request* rq, __u64 id, bool direct) {
+  return nvmeof_pick(NVMEOF_READ(direct, rq, __sector), id, sample_every);
 }
 
 /* The request's address as a plain number. In tp_btf/fentry programs the verifier types rq as
@@ -105,9 +102,8 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
   int i, way = -1;
   __u64 key;
 
-  if (!sampled()) return;
   key = request_id(rq, direct);
-  if (!key) return;
+  if (!key || !sampled(rq, key, direct)) return;
   s = inflight_set(key);
   if (!s) return;
     /* Requeued requests are issued again: reuse their way. Else take a free one. */
@@ -131,13 +127,12 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
 static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool direct) {
   struct nvmeof_block_key k = {};
   struct nvmeof_block_hist* h;
-  __u64 now, start, issue = 0;
+  __u64 now, start, issue = 0, id;
   __u32 zero = 0;
   int i;
 
   /* Partial completions come first with nr_bytes < the bytes left; count the final one. */
   if (nr_bytes < NVMEOF_READ(direct, rq, __data_len)) return;
-  now = bpf_ktime_get_ns();
 
   k.dev = nvmeof_rq_devt(rq, direct);
   k.op = nvmeof_rq_op(rq, direct);
@@ -153,16 +148,18 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
     }
   }
   h->requests += 1;
+  id = request_id(rq, direct);
+  if (!id || !sampled(rq, id, direct)) return;
+  now = bpf_ktime_get_ns();
   start = NVMEOF_READ(direct, rq, start_time_ns);
 
   if (!issue_hooked) {
-    if (start && start <= now && sampled()) record(h, NVMEOF_STAGE_TOTAL, now - start);
+    if (start && start <= now) record(h, NVMEOF_STAGE_TOTAL, now - start);
     return;
   }
 
-  __u64 id = request_id(rq, direct);
   struct nvmeof_inflight_set* s = inflight_set(id);
-  if (!s || !id) return;
+  if (!s) return;
 #pragma unroll
   for (i = 0; i < NVMEOF_INFLIGHT_WAYS; i++) {
     if (!issue && s->way[i].rq == id) {

@@ -3,6 +3,15 @@
  *
  * Each hook stamps one point (nvmeof_maps.h) of a sampled command in the in-flight table; the
  * last hook of the command turns the points it passed into stage spans and an end-to-end time.
+ *
+ * Per-command cost: every hook first decides "sampled?" from what its own arguments reach
+ * (nvmeof_pick) and returns at once when not, so an unsampled command touches no map but the
+ * per-CPU exact counts (nv_commands). The host hashes the request's start sector and address:
+ * every host hook reaches the struct request, function-entry variants included, where the NVMe
+ * command is not built yet. The target hashes the command's wire fields (SLBA, command id), as
+ * record.bpf.c does on both sides, so with the same N the target times the commands `record`
+ * picks. A sampled command costs one in-flight entry, its stamps, and at its end one nv_paths
+ * entry (all its stages) plus one end-to-end histogram.
  * The hook programs (every variant: tp_btf, raw_tp, fentry, kprobe) are nvmeof_hooks.bpf.h's,
  * shared with record.bpf.c; this file defines what each hook does here (the on_* handlers).
  * Commands are counted exactly at nvme_complete_rq / nvmet_req_complete; 1 in sample_every is
@@ -31,13 +40,13 @@ const volatile bool size_classes = false;
 const volatile __u8 stage_detail = NVMEOF_DETAIL_NAMESPACE; /* enum nvmeof_detail */
 
 struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, NVMEOF_INFLIGHT_MAX);
-  __type(key, __u64);
-  __type(value, struct nvmeof_inflight);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, NVMEOF_CMD_SETS);
+  __type(key, __u32);
+  __type(value, struct nvmeof_cmd_set);
 } nv_inflight SEC(".maps");
 
-/* Per series (and stage span): allocated on first use. */
+/* End-to-end histograms per series (kind NVMEOF_KIND_TOTAL): allocated on first use. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
   __uint(max_entries, NVMEOF_SERIES_MAX);
@@ -45,6 +54,15 @@ struct {
   __type(key, struct nvmeof_series);
   __type(value, struct nvmeof_hist);
 } nv_hists SEC(".maps");
+
+/* Stage histograms per series and set of points passed (nvmeof_path_hists). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, NVMEOF_SERIES_MAX);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct nvmeof_series);
+  __type(value, struct nvmeof_path_hists);
+} nv_paths SEC(".maps");
 
 /* Exact command counts per series (kind NVMEOF_KIND_COMMANDS): apart from nv_hists, so that a
  * count costs 8 bytes per CPU, not a histogram's 1,760. */
@@ -71,7 +89,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, struct nvmeof_hist);
+  __type(value, struct nvmeof_path_hists);
 } nv_zero SEC(".maps");
 
 /* Series id -> name: the host disk's name (gendisk address -> "nvme0c1n1") or the target
@@ -90,15 +108,12 @@ struct {
   __type(value, struct nvmeof_config);
 } nv_config SEC(".maps");
 
-/* Event counters; then the sampling counters of host and target (separate: on a node that is
- * both, one shared counter would alternate its picks between the two roles), a scratch slot
- * (see as_id) and the receive stash. */
-#define SAMPLE_SLOT NVMEOF_NCTR_COUNT /* + role */
-#define SCRATCH_SLOT (NVMEOF_NCTR_COUNT + 2)
-#define RECV_SLOT (NVMEOF_NCTR_COUNT + 3)
+/* Event counters; then a scratch slot (see as_id) and the receive stash. */
+#define SCRATCH_SLOT NVMEOF_NCTR_COUNT
+#define RECV_SLOT (NVMEOF_NCTR_COUNT + 1)
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, NVMEOF_NCTR_COUNT + 4);
+  __uint(max_entries, NVMEOF_NCTR_COUNT + 2);
   __type(key, __u32);
   __type(value, __u64);
 } nv_counters SEC(".maps");
@@ -110,12 +125,29 @@ static __always_inline void count_event(__u32 which) {
   if (c) *c += 1;
 }
 
-static __always_inline bool sampled(__u32 role) {
-  __u64* c;
-  if (sample_every <= 1) return true;
-  c = slot(SAMPLE_SLOT + role);
-  if (!c) return false;
-  return (*c)++ % sample_every == 0;
+/* A command as each of its hooks finds it: its address (the in-flight key) and a tag that
+ * tells two commands of one reused request apart (host: the start sector; target: SLBA and
+ * command id), so that a hook never stamps an entry its command's setup did not make (one left
+ * by a command whose last hook was missed, e.g. a kprobe skipped on recursion). */
+struct cmd {
+  __u64 id, tag;
+};
+
+/* Host: is request `rq` (address `id`) sampled? direct: as in core_shims.h. */
+static __always_inline bool host_sampled(struct request* rq, __u64 id, bool direct, struct cmd* c) {
+  c->id = id;
+  c->tag = NVMEOF_READ(direct, rq, __sector);
+  return id && nvmeof_pick(c->tag, id, sample_every);
+}
+
+/* Target: is the command of `req` (address `id`) sampled? */
+static __always_inline bool target_sampled(struct nvmet_req___nv* req, __u64 id, bool direct,
+                                           struct cmd* c) {
+  struct nvmeof_wire w = {};
+  bool picked = id && nvmeof_target_pick(req, direct, sample_every, &w);
+  c->id = id;
+  c->tag = w.slba ^ (__u64)w.cid << 48;
+  return picked;
 }
 
 static __always_inline __u64 as_id(const void* p, bool direct) {
@@ -126,33 +158,64 @@ static __always_inline __u8 size_class(__u64 bytes) {
   return size_classes ? nvmeof_size_class(bytes) : 0;
 }
 
-static __always_inline struct nvmeof_hist* series_hist(struct nvmeof_series* k) {
-  struct nvmeof_hist* h = bpf_map_lookup_elem(&nv_hists, k);
+/* The value of `k` in `map` (nv_hists or nv_paths), inserted zeroed if new. */
+static __always_inline void* hist_entry(void* map, struct nvmeof_series* k) {
+  void* h = bpf_map_lookup_elem(map, k);
   __u32 zero = 0;
+  void* z;
   if (h) return h;
-  struct nvmeof_hist* z = bpf_map_lookup_elem(&nv_zero, &zero);
+  z = bpf_map_lookup_elem(&nv_zero, &zero);
   if (!z) return 0;
-  bpf_map_update_elem(&nv_hists, k, z, BPF_NOEXIST);
-  h = bpf_map_lookup_elem(&nv_hists, k);
+  bpf_map_update_elem(map, k, z, BPF_NOEXIST);
+  h = bpf_map_lookup_elem(map, k);
   if (!h) count_event(NVMEOF_NCTR_MAP_FULL);
   return h;
 }
 
-/* One span of a command, what = SPAN(kind, from, to, add): with add == 0 only makes sure its
- * histogram exists (returns 1 if it cannot), else adds ns to it (at most 5 arguments). Global (not
- * static): the verifier checks a global function once, not again on each path through finish()'s
- * loop (seconds per program under TCG). */
-#define SPAN(kind, from, to, add) ((kind) | (from) << 8 | (to) << 16 | (add) << 24)
-__noinline int span(struct nvmeof_inflight* e, __u32 what, __u64 ns) {
-  struct nvmeof_series k;
-  struct nvmeof_hist* h;
+/* Global (not static): the verifier checks it once, not again at each of finish()'s spans. */
+__noinline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
   __u32 i = nvmeof_hist_index(ns);
-  if (!e) return 1;
-  k = e->series;
-  k.kind = what & 0xff;
-  k.from = (what >> 8) & 0xff;
-  k.to = (what >> 16) & 0xff;
-  if (k.kind == NVMEOF_KIND_STAGE && stage_detail == NVMEOF_DETAIL_CONTROLLER) {
+  if (!h || i >= NVMEOF_HIST_BUCKETS) return 0;
+  h->count += 1;
+  h->sum_ns += ns;
+  h->buckets[i] += 1;
+  return 0;
+}
+
+/* The command's stages (spans between consecutive points it passed, in time order) and its
+ * first-to-last time, recorded whole or not at all, so every stage's count equals the
+ * end-to-end count: a new series' entries are allocated in the completion context, where the
+ * kernel's BPF allocator can run dry for a moment (counted as NVMEOF_NCTR_MAP_FULL). */
+static __always_inline void finish(struct nvmeof_inflight* e, int points) {
+  struct nvmeof_series k = e->series;
+  struct nvmeof_path_hists* p;
+  struct nvmeof_hist* total;
+  __u64 first_ts = 0, last_ts = 0;
+  int first = -1, last = -1, i;
+  __u8 mask = 0;
+#pragma unroll
+  for (i = 0; i < NVMEOF_POINTS; i++) {
+    __u64 t = e->ts[i];
+    if (i >= points || !t || t < last_ts) continue;
+    if (first < 0) {
+      first = i;
+      first_ts = t;
+    }
+    mask |= 1 << i;
+    last = i;
+    last_ts = t;
+  }
+  if (first < 0 || last <= first) return;
+  k.kind = NVMEOF_KIND_TOTAL;
+  k.from = first;
+  k.to = last;
+  total = hist_entry(&nv_hists, &k);
+  if (!total) return;
+  k.kind = NVMEOF_KIND_STAGE;
+  k.from = 0;
+  k.to = 0;
+  k.points = mask;
+  if (stage_detail == NVMEOF_DETAIL_CONTROLLER) {
     if (k.role != NVMEOF_ROLE_HOST) {
       k.port = 0;
       k.detail = NVMEOF_DETAIL_CONTROLLER;
@@ -161,47 +224,21 @@ __noinline int span(struct nvmeof_inflight* e, __u32 what, __u64 ns) {
       k.detail = NVMEOF_DETAIL_CONTROLLER;
     }
   }
-  if (!(what >> 24)) return series_hist(&k) ? 0 : 1;
-  h = bpf_map_lookup_elem(&nv_hists, &k);
-  if (!h || i >= NVMEOF_HIST_BUCKETS) return 1;
-  h->count += 1;
-  h->sum_ns += ns;
-  h->buckets[i] += 1;
-  return 0;
-}
-
-/* Visits the command's spans between consecutive points it passed, in time order, and its
- * first-to-last time; returns how many could not be prepared/added. */
-static __always_inline int spans(struct nvmeof_inflight* e, int points, int add) {
-  __u64 first_ts = 0, last_ts = 0;
-  int first = -1, last = -1, i, failed = 0;
+  p = hist_entry(&nv_paths, &k);
+  if (!p) return;
+  nv_hist_add(total, last_ts - first_ts);
+  last_ts = first_ts;
 #pragma unroll
-  for (i = 0; i < NVMEOF_POINTS; i++) {
-    __u64 t = e->ts[i];
-    if (i >= points || !t || t < last_ts) continue;
-    if (last >= 0) {
-      failed += span(e, SPAN(NVMEOF_KIND_STAGE, last, i, add), t - last_ts);
-    } else {
-      first = i;
-      first_ts = t;
-    }
-    last = i;
-    last_ts = t;
+  for (i = 1; i < NVMEOF_POINTS; i++) {
+    if (i <= first || !(mask & (1 << i))) continue;
+    nv_hist_add(&p->stage[i - 1], e->ts[i] - last_ts);
+    last_ts = e->ts[i];
   }
-  if (first >= 0 && last > first) {
-    failed += span(e, SPAN(NVMEOF_KIND_TOTAL, first, last, add), last_ts - first_ts);
-  }
-  return failed;
 }
 
-/* Records the command whole or not at all, so every stage's count equals the end-to-end
- * count: a new series' histogram is allocated in the completion context, where the kernel's
- * BPF allocator can run dry for a moment (counted as NVMEOF_NCTR_MAP_FULL). */
-static __always_inline void finish(struct nvmeof_inflight* e, int points) {
-  if (spans(e, points, 0) == 0) spans(e, points, 1);
-}
-
-static __always_inline void count_command(struct nvmeof_series* base, __u64 name) {
+/* Counts a command of `base`; on the series' first command also keeps its name, the string at
+ * `name`, or with `name_at` the string whose address is stored at `name` (read only then). */
+static __always_inline void count_command(struct nvmeof_series* base, __u64 name, bool name_at) {
   struct nvmeof_series k = *base;
   __u64 zero64 = 0, *c;
   char* dst;
@@ -222,6 +259,7 @@ static __always_inline void count_command(struct nvmeof_series* base, __u64 name
   *c += 1;
   if (!name) return;
   /* First command of this series: remember the name behind its id for the labels. */
+  if (name_at && bpf_probe_read_kernel(&name, sizeof(name), (void*)name)) return;
   z = bpf_map_lookup_elem(&nv_zero, &zero); /* zeroed memory, larger than a name */
   if (!z) return;
   bpf_map_update_elem(&nv_names, &k.id, z, BPF_NOEXIST);
@@ -230,17 +268,78 @@ static __always_inline void count_command(struct nvmeof_series* base, __u64 name
   bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE, (void*)name);
 }
 
+static __always_inline struct nvmeof_cmd_set* cmd_set(__u64 id) {
+  __u32 set = (__u32)((id * 0x9E3779B97F4A7C15ULL) >> (64 - NVMEOF_CMD_SET_BITS));
+  return bpf_map_lookup_elem(&nv_inflight, &set);
+}
+
+/* The in-flight way of command `c`, or 0. */
+static __always_inline struct nvmeof_cmd_way* inflight(const struct cmd* c) {
+  struct nvmeof_cmd_set* s;
+  int i;
+  if (!c->id) return 0;
+  s = cmd_set(c->id);
+  if (!s) return 0;
+#pragma unroll
+  for (i = 0; i < NVMEOF_CMD_WAYS; i++) {
+    if (s->way[i].id == c->id && s->way[i].e.tag == c->tag) return &s->way[i];
+  }
+  return 0;
+}
+
+/* Starts tracking command `id` with `e` (again if it is tracked: a requeued request is set up
+ * again and timed from there). A full set drops the command, counted. */
+static __always_inline void track(const struct cmd* c, struct nvmeof_inflight* e) {
+  struct nvmeof_cmd_set* s;
+  __u64 id = c->id;
+  int i;
+  if (!id) return;
+  e->tag = c->tag;
+  s = cmd_set(id);
+  if (!s) return;
+#pragma unroll
+  for (i = 0; i < NVMEOF_CMD_WAYS; i++) {
+    if (s->way[i].id == id ||
+        (s->way[i].id == 0 && __sync_val_compare_and_swap(&s->way[i].id, 0, id) == 0)) {
+      s->way[i].e = *e;
+      return;
+    }
+  }
+  count_event(NVMEOF_NCTR_INFLIGHT_FULL);
+}
+
+/* Frees the way (its reads are done: the swap orders them before another CPU's claim). */
+static __always_inline void untrack(struct nvmeof_cmd_way* w) {
+  __sync_lock_test_and_set(&w->id, 0);
+}
+
 /* Stamps `point` of a sampled command, once (a partial send retries: the first one counts). */
-static __always_inline struct nvmeof_inflight* stamp(__u64 id, int point) {
-  struct nvmeof_inflight* e;
-  if (!id) return 0;
-  e = bpf_map_lookup_elem(&nv_inflight, &id);
-  if (!e || point < 0 || point >= NVMEOF_POINTS) return 0;
-  if (!e->ts[point]) e->ts[point] = bpf_ktime_get_ns();
-  return e;
+static __always_inline struct nvmeof_cmd_way* stamp(const struct cmd* c, int point) {
+  struct nvmeof_cmd_way* w = inflight(c);
+  if (!w || point < 0 || point >= NVMEOF_POINTS) return 0;
+  if (!w->e.ts[point]) w->e.ts[point] = bpf_ktime_get_ns();
+  return w;
+}
+
+static __always_inline void host_stamp(__u64 id, struct request* rq, bool direct, int point) {
+  struct cmd c;
+  if (host_sampled(rq, id, direct, &c)) stamp(&c, point);
+}
+
+static __always_inline void target_stamp(__u64 id, struct nvmet_req___nv* req, bool direct,
+                                         int point) {
+  struct cmd c;
+  if (target_sampled(req, id, direct, &c)) stamp(&c, point);
 }
 
 /* ---- host ---- */
+
+/* The request's disk as a number (direct: a plain load, then through map memory, as_id). */
+static __always_inline __u64 host_disk(struct request* rq, bool direct) {
+  if (direct && !bpf_core_field_exists(((struct request___old*)0)->rq_disk))
+    return as_id(rq->q->disk, true);
+  return rq_disk(rq);
+}
 
 static __always_inline void host_series(struct request* rq, bool direct, __u64 disk,
                                         struct nvmeof_series* s) {
@@ -270,49 +369,53 @@ static __always_inline __u64 host_stage_id(__u64 disk) {
 
 static __always_inline void on_setup(struct request* rq, const void* cmd, bool direct) {
   struct nvmeof_inflight e = {};
-  __u64 disk = rq_disk(rq), id, start, now;
-  if (!disk || !sampled(NVMEOF_ROLE_HOST)) return; /* no disk: admin and fabrics commands */
-  id = as_id(rq, direct);
-  if (!id) return;
+  __u64 id = as_id(rq, direct), disk, start, now;
+  struct cmd c;
+  if (!host_sampled(rq, id, direct, &c)) return;
+  disk = host_disk(rq, direct);
+  if (!disk) return; /* admin and fabrics commands */
   now = bpf_ktime_get_ns();
   start = NVMEOF_READ(direct, rq, start_time_ns);
   if (start && start <= now) e.ts[NVMEOF_HP_ALLOC] = start;
   e.ts[NVMEOF_HP_SETUP] = now;
   host_series(rq, direct, disk, &e.series);
   e.stage_id = host_stage_id(disk);
-  /* BPF_ANY: a requeued request is set up again and timed from there. */
-  if (bpf_map_update_elem(&nv_inflight, &id, &e, BPF_ANY)) count_event(NVMEOF_NCTR_INFLIGHT_FULL);
+  count_event(NVMEOF_NCTR_SAMPLED_HOST);
+  track(&c, &e);
 }
 
 static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
-  struct nvmeof_inflight* e;
+  struct nvmeof_cmd_way* w;
   __u64 id = rdma_sent_rq(wc);
-  if (!id) return;
-  e = bpf_map_lookup_elem(&nv_inflight, &id);
+  struct cmd c;
+  if (!host_sampled((struct request*)id, id, false, &c)) return;
+  w = inflight(&c);
   /* The response may be processed before the send completion is polled; then the send
    * completion is not a point between posted and response, and the span stays whole. */
-  if (e && !e->ts[NVMEOF_HP_RESPONSE] && !e->ts[NVMEOF_HP_SENT]) {
-    e->ts[NVMEOF_HP_SENT] = bpf_ktime_get_ns();
+  if (w && !w->e.ts[NVMEOF_HP_RESPONSE] && !w->e.ts[NVMEOF_HP_SENT]) {
+    w->e.ts[NVMEOF_HP_SENT] = bpf_ktime_get_ns();
   }
 }
 
 static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   struct nvmeof_series s = {};
-  __u64 disk = rq_disk(rq);
+  __u64 disk = host_disk(rq, direct), id;
+  struct cmd c;
   if (!disk) return;
   host_series(rq, direct, disk, &s);
-  count_command(&s, disk + bpf_core_field_offset(struct gendisk, disk_name));
-  stamp(as_id(rq, direct), NVMEOF_HP_COMPLETE);
+  count_command(&s, disk + bpf_core_field_offset(struct gendisk, disk_name), false);
+  id = as_id(rq, direct);
+  if (host_sampled(rq, id, direct, &c)) stamp(&c, NVMEOF_HP_COMPLETE);
 }
 
 static __always_inline void on_end(struct request* rq, bool direct) {
-  struct nvmeof_inflight* e;
-  __u64 id;
-  id = as_id(rq, direct);
-  e = stamp(id, NVMEOF_HP_END);
-  if (!e) return;
-  finish(e, NVMEOF_HP_COUNT);
-  bpf_map_delete_elem(&nv_inflight, &id);
+  struct nvmeof_cmd_way* w;
+  struct cmd c;
+  if (!host_sampled(rq, as_id(rq, direct), direct, &c)) return;
+  w = stamp(&c, NVMEOF_HP_END);
+  if (!w) return;
+  finish(&w->e, NVMEOF_HP_COUNT);
+  untrack(w);
 }
 
 /* ---- target ---- */
@@ -320,49 +423,59 @@ static __always_inline void on_end(struct request* rq, bool direct) {
 /* The capsule's receive processing starts: stash the time for on_init on this CPU. */
 static __always_inline void on_recv(void) { recv_stash(slot(RECV_SLOT)); }
 
-static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req,
-                                    struct nvmet_sq___nv* sq) {
+static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
+                                    bool direct) {
   struct nvmeof_inflight e = {};
   __u64 recv = recv_take(slot(RECV_SLOT)), now;
-  if (!id || BPF_CORE_READ(sq, qid) == 0 || !sampled(NVMEOF_ROLE_TARGET)) return; /* admin */
+  struct cmd c;
+  if (!id || !sq || NVMEOF_READ(direct, sq, qid) == 0) return; /* 0: admin */
+  if (!target_sampled(req, id, direct, &c)) return;
   now = bpf_ktime_get_ns();
   e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);
   e.ts[NVMEOF_TP_INIT] = now;
-  if (bpf_map_update_elem(&nv_inflight, &id, &e, BPF_ANY)) count_event(NVMEOF_NCTR_INFLIGHT_FULL);
+  count_event(NVMEOF_NCTR_SAMPLED_TARGET);
+  track(&c, &e);
 }
 
-static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req) {
+static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool direct) {
   struct nvmeof_series s = {};
   struct nvmet_sq___nv* sq;
   struct nvmet_subsys___nv* subsys;
-  struct nvmeof_inflight* e;
+  struct nvmet_port___nv* port;
+  struct nvmeof_cmd_way* w;
+  struct cmd c;
   __u8 opcode = 0;
 
-  if (!target_io(req, &sq, &subsys, &opcode)) return;
-  s.id = (__u64)subsys;
+  if (!target_io(req, direct, &sq, &subsys, &opcode)) return;
+  s.id = as_id(subsys, direct);
   s.role = NVMEOF_ROLE_TARGET;
-  s.port = BPF_CORE_READ(req, port, disc_addr.portid);
-  s.trtype = BPF_CORE_READ(req, port, disc_addr.trtype);
+  port = NVMEOF_READ(direct, req, port);
+  if (port) {
+    s.port = NVMEOF_READ(direct, port, disc_addr.portid);
+    s.trtype = NVMEOF_READ(direct, port, disc_addr.trtype);
+  }
   s.op = nvme_op(opcode);
-  s.size = size_class(BPF_CORE_READ(req, transfer_len));
-  count_command(&s, (__u64)BPF_CORE_READ(subsys, subsysnqn));
+  s.size = size_class(NVMEOF_READ(direct, req, transfer_len));
+  count_command(&s, s.id + bpf_core_field_offset(struct nvmet_subsys___nv, subsysnqn), true);
 
-  e = stamp(id, NVMEOF_TP_DONE);
-  if (!e) return;
-  e->series = s;
+  if (!target_sampled(req, id, direct, &c)) return;
+  w = stamp(&c, NVMEOF_TP_DONE);
+  if (!w) return;
+  w->e.series = s;
   if (target_sent_hooked(&nv_config, s.trtype)) return;
-  finish(e, NVMEOF_TP_COUNT); /* no response hook for this transport: ends here */
-  bpf_map_delete_elem(&nv_inflight, &id);
+  finish(&w->e, NVMEOF_TP_COUNT); /* no response hook for this transport: ends here */
+  untrack(w);
 }
 
-static __always_inline void on_sent(__u64 req) {
-  struct nvmeof_inflight* e;
-  if (!req) return;
-  e = bpf_map_lookup_elem(&nv_inflight, &req);
-  if (!e || !e->ts[NVMEOF_TP_DONE]) return;
-  e->ts[NVMEOF_TP_SENT] = bpf_ktime_get_ns();
-  finish(e, NVMEOF_TP_COUNT);
-  bpf_map_delete_elem(&nv_inflight, &req);
+static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool direct) {
+  struct nvmeof_cmd_way* w;
+  struct cmd c;
+  if (!target_sampled(req, id, direct, &c)) return;
+  w = inflight(&c);
+  if (!w || !w->e.ts[NVMEOF_TP_DONE]) return;
+  w->e.ts[NVMEOF_TP_SENT] = bpf_ktime_get_ns();
+  finish(&w->e, NVMEOF_TP_COUNT);
+  untrack(w);
 }
 
 #include "nvmeof_hooks.bpf.h"

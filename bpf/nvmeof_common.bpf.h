@@ -23,6 +23,69 @@ static __always_inline __u64 nvmeof_as_id(void* counters, __u32 scratch, const v
   return *s;
 }
 
+/* Whether a command is one of the 1 in `every` that are timed: splitmix64's finalizer over two
+ * fields that every hook of the command reads from its own arguments, so that each hook decides
+ * alone and an unsampled command costs no map lookup. record.bpf.c and the target side of
+ * nvmeof.bpf.c pass the wire fields (SLBA, command id: host and target pick the same commands);
+ * the host side of nvmeof.bpf.c passes the request's start sector and address (nvmeof.bpf.c). */
+static __always_inline bool nvmeof_pick(__u64 a, __u64 b, __u32 every) {
+  __u64 h;
+  if (every <= 1) return true;
+  h = a * 0x9E3779B97F4A7C15ULL ^ b * 0xC2B2AE3D27D4EB4FULL;
+  h ^= h >> 31;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 29;
+  return h % every == 0;
+}
+
+/* The wire fields of an NVMe command (NVMe base spec: opcode byte 0, command id bytes 2-3,
+ * SLBA in CDW10-11 at byte 40, NLB in CDW12 bits 15:0 at byte 48). */
+struct nvmeof_wire {
+  __u64 slba;
+  __u16 cid, nlb;
+  __u8 opcode;
+};
+
+struct nvmeof_wire_raw {
+  __u8 opcode, flags;
+  __u16 cid;
+  __u32 nsid;
+  __u64 cdw2_3, mptr, prp1, prp2, slba;
+  __u16 nlb;
+} __attribute__((packed));
+
+/* direct: `cmd` came from a BTF-typed chain (tp_btf/fentry: plain loads); else one
+ * bpf_probe_read_kernel of the 50 bytes (one helper call costs less than several small ones). */
+static __always_inline bool nvmeof_read_wire(const void* cmd, struct nvmeof_wire* w, bool direct) {
+  struct nvmeof_wire_raw raw;
+  if (!cmd) return false;
+  if (direct) {
+    /* Loads within struct nvme_command's members (common: opcode, command_id, cdw10-12):
+     * 6.1's verifier rejects a load across two members (SLBA spans cdw10 and cdw11). */
+    w->opcode = *(const __u8*)cmd;
+    w->cid = *(const __u16*)((const char*)cmd + 2);
+    w->slba = *(const __u32*)((const char*)cmd + 40) |
+              (__u64) * (const __u32*)((const char*)cmd + 44) << 32;
+    w->nlb = *(const __u16*)((const char*)cmd + 48);
+    return true;
+  }
+  if (bpf_probe_read_kernel(&raw, sizeof(raw), cmd)) return false;
+  w->opcode = raw.opcode;
+  w->cid = raw.cid;
+  w->slba = raw.slba;
+  w->nlb = raw.nlb;
+  return true;
+}
+
+/* Target: is the command of `req` one of the 1 in `every`? By its wire fields (read into `w`),
+ * so both objects and the host side of record.bpf.c pick the same commands. */
+static __always_inline bool nvmeof_target_pick(struct nvmet_req___nv* req, bool direct, __u32 every,
+                                               struct nvmeof_wire* w) {
+  if (!req) return false;
+  return nvmeof_read_wire(NVMEOF_READ(direct, req, cmd), w, direct) &&
+         nvmeof_pick(w->slba, w->cid, every);
+}
+
 /* Size class of a command's data: 1 up to 4 KiB, 2 to 16 KiB, 3 to 64 KiB, 4 to 256 KiB, 5 more. */
 static __always_inline __u8 nvmeof_size_class(__u64 bytes) {
   if (bytes <= 4096) return 1;
@@ -102,16 +165,24 @@ static __always_inline __u64 recv_point(__u64 recv, __u64 now) {
 }
 
 /* A target I/O command's submission queue and subsystem, and its opcode (0 if unreadable);
- * false for admin commands and commands without a subsystem. */
-static __always_inline bool target_io(struct nvmet_req___nv* req, struct nvmet_sq___nv** sq,
-                                      struct nvmet_subsys___nv** subsys, __u8* opcode) {
+ * false for admin commands and commands without a subsystem. direct: as in core_shims.h. */
+static __always_inline bool target_io(struct nvmet_req___nv* req, bool direct,
+                                      struct nvmet_sq___nv** sq, struct nvmet_subsys___nv** subsys,
+                                      __u8* opcode) {
+  struct nvmet_ctrl___nv* ctrl;
   void* cmd;
-  *sq = BPF_CORE_READ(req, sq);
-  if (!*sq || BPF_CORE_READ(*sq, qid) == 0) return false;
-  *subsys = BPF_CORE_READ(*sq, ctrl, subsys);
+  *sq = NVMEOF_READ(direct, req, sq);
+  if (!*sq || NVMEOF_READ(direct, *sq, qid) == 0) return false;
+  ctrl = NVMEOF_READ(direct, *sq, ctrl);
+  if (!ctrl) return false;
+  *subsys = NVMEOF_READ(direct, ctrl, subsys);
   if (!*subsys) return false;
-  cmd = BPF_CORE_READ(req, cmd);
-  if (cmd) bpf_probe_read_kernel(opcode, 1, cmd);
+  cmd = NVMEOF_READ(direct, req, cmd);
+  if (!cmd) return true;
+  if (direct)
+    *opcode = *(const __u8*)cmd;
+  else
+    bpf_probe_read_kernel(opcode, 1, cmd);
   return true;
 }
 

@@ -6,22 +6,25 @@
  * this header (libbpf-tools style):
  *
  *   __u64 as_id(const void* p, bool direct)   a pointer argument as a number (nvmeof_as_id)
- *   stamp(__u64 id, int point)                stamps a tracked command's point, once (the
- *                                             posted, response, data and exec points: both
- *                                             objects only stamp there)
+ *   host_stamp(__u64 id, struct request* rq, bool direct, int point)
+ *   target_stamp(__u64 id, struct nvmet_req___nv* req, bool direct, int point)
+ *       stamps a tracked command's point, once (the posted and response points of a host
+ *       request, the data and exec points of a target one: both objects only stamp there)
  *   void on_setup(struct request* rq, const void* cmd, bool direct)
  *       cmd: the built NVMe command (tracepoint variants), 0 at function entry (not built yet)
  *   void on_rdma_sent(struct ib_wc___nv* wc)  host capsule's send completion (RDMA)
  *   void on_complete_rq(struct request* rq, bool direct)
  *   void on_end(struct request* rq, bool direct)   the request's final completion
  *   void on_recv(void)                        target receive processing starts
- *   void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq)
- *   void on_done(__u64 id, struct nvmet_req___nv* req)
- *   void on_sent(__u64 id)                    target response sent
+ *   void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq, bool direct)
+ *   void on_done(__u64 id, struct nvmet_req___nv* req, bool direct)
+ *   void on_sent(__u64 id, struct nvmet_req___nv* req, bool direct)   target response sent
  *
- * `id` is the host's struct request or the target's struct nvmet_req address. `direct` is true
- * in tp_btf/fentry programs (typed pointers, plain loads), false in raw_tp/kprobe ones
- * (core_shims.h).
+ * `id` is the host's struct request or the target's struct nvmet_req address as a number (the
+ * in-flight key). `direct` is true where the pointer beside it is BTF-typed (tp_btf/fentry
+ * arguments, and what a constant offset from one reaches: plain loads), false where it is a
+ * number cast back (raw_tp/kprobe arguments, or reached by container_of: bpf_probe_read_kernel;
+ * core_shims.h).
  *
  * Every hook has fentry and kprobe variants, and the frame hooks (nvme_setup_cmd,
  * nvme_complete_rq, nvmet_req_init, nvmet_req_complete, block_rq_complete) tp_btf and raw_tp
@@ -63,15 +66,16 @@ int BPF_KPROBE(nv_setup_kprobe, void* ns, struct request* rq) {
 /* posted (RDMA): nvme_rdma_post_send(queue, &req->sqe, ...) right before ib_post_send(). */
 SEC("fentry/nvme_rdma_post_send")
 int BPF_PROG(nv_rdma_post_fentry, void* queue, void* qe) {
-  stamp(rq_from_pdu(as_id(qe, true) - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe)),
-        NVMEOF_HP_POSTED);
+  __u64 rq =
+      rq_from_pdu(as_id(qe, true) - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe));
+  host_stamp(rq, (struct request*)rq, false, NVMEOF_HP_POSTED);
   return 0;
 }
 
 SEC("kprobe/nvme_rdma_post_send")
 int BPF_KPROBE(nv_rdma_post_kprobe, void* queue, void* qe) {
-  stamp(rq_from_pdu((__u64)qe - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe)),
-        NVMEOF_HP_POSTED);
+  __u64 rq = rq_from_pdu((__u64)qe - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe));
+  host_stamp(rq, (struct request*)rq, false, NVMEOF_HP_POSTED);
   return 0;
 }
 
@@ -79,13 +83,15 @@ int BPF_KPROBE(nv_rdma_post_kprobe, void* queue, void* qe) {
  * 6.1, where driver submission merges with network and target). */
 SEC("fentry/nvme_tcp_try_send_cmd_pdu")
 int BPF_PROG(nv_tcp_post_fentry, void* req) {
-  stamp(rq_from_pdu(as_id(req, true)), NVMEOF_HP_POSTED);
+  __u64 rq = rq_from_pdu(as_id(req, true));
+  host_stamp(rq, (struct request*)rq, false, NVMEOF_HP_POSTED);
   return 0;
 }
 
 SEC("kprobe/nvme_tcp_try_send_cmd_pdu")
 int BPF_KPROBE(nv_tcp_post_kprobe, void* req) {
-  stamp(rq_from_pdu((__u64)req), NVMEOF_HP_POSTED);
+  __u64 rq = rq_from_pdu((__u64)req);
+  host_stamp(rq, (struct request*)rq, false, NVMEOF_HP_POSTED);
   return 0;
 }
 
@@ -106,13 +112,13 @@ int BPF_KPROBE(nv_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
  * -> blk_mq_complete_request_remote() (an exported block-layer function). */
 SEC("fentry/blk_mq_complete_request_remote")
 int BPF_PROG(nv_response_fentry, struct request* rq) {
-  stamp(as_id(rq, true), NVMEOF_HP_RESPONSE);
+  if (rq) host_stamp(as_id(rq, true), rq, true, NVMEOF_HP_RESPONSE);
   return 0;
 }
 
 SEC("kprobe/blk_mq_complete_request_remote")
 int BPF_KPROBE(nv_response_kprobe, struct request* rq) {
-  stamp((__u64)rq, NVMEOF_HP_RESPONSE);
+  host_stamp((__u64)rq, rq, false, NVMEOF_HP_RESPONSE);
   return 0;
 }
 
@@ -204,65 +210,65 @@ int BPF_KPROBE(nv_t_tcp_recv_kprobe) {
  * received command is in req->cmd before nvmet_req_init() runs (every variant sees it). */
 SEC("tp_btf/nvmet_req_init")
 int BPF_PROG(nv_t_init_tp_btf, struct nvmet_req___nv* req) {
-  if (req) on_init(as_id(req, true), req, BPF_CORE_READ(req, sq));
+  if (req) on_init(as_id(req, true), req, req->sq, true);
   return 0;
 }
 
 SEC("raw_tp/nvmet_req_init")
 int BPF_PROG(nv_t_init_raw_tp, struct nvmet_req___nv* req) {
-  on_init((__u64)req, req, BPF_CORE_READ(req, sq));
+  on_init((__u64)req, req, BPF_CORE_READ(req, sq), false);
   return 0;
 }
 
 SEC("fentry/nvmet_req_init")
 int BPF_PROG(nv_t_init_fentry, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
-  if (req) on_init(as_id(req, true), req, sq);
+  if (req) on_init(as_id(req, true), req, sq, true);
   return 0;
 }
 
 SEC("kprobe/nvmet_req_init")
 int BPF_KPROBE(nv_t_init_kprobe, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
-  on_init((__u64)req, req, sq);
+  on_init((__u64)req, req, sq, false);
   return 0;
 }
 
 /* data (RDMA): the RDMA READ of a write's data from the host completed. */
 SEC("fentry/nvmet_rdma_read_data_done")
 int BPF_PROG(nv_t_rdma_data_fentry, void* cq, struct ib_wc___nv* wc) {
-  stamp(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe)),
-        NVMEOF_TP_DATA);
+  __u64 req = rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe));
+  target_stamp(req, (struct nvmet_req___nv*)req, false, NVMEOF_TP_DATA);
   return 0;
 }
 
 SEC("kprobe/nvmet_rdma_read_data_done")
 int BPF_KPROBE(nv_t_rdma_data_kprobe, void* cq, struct ib_wc___nv* wc) {
-  stamp(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe)),
-        NVMEOF_TP_DATA);
+  __u64 req = rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, read_cqe));
+  target_stamp(req, (struct nvmet_req___nv*)req, false, NVMEOF_TP_DATA);
   return 0;
 }
 
 /* exec: the backing block device's or file's I/O is issued. */
 SEC("fentry/nvmet_bdev_execute_rw")
-int BPF_PROG(nv_t_bdev_exec_fentry, void* req) {
-  stamp(as_id(req, true), NVMEOF_TP_EXEC);
+int BPF_PROG(nv_t_bdev_exec_fentry, struct nvmet_req___nv* req) {
+  if (req) target_stamp(as_id(req, true), req, true, NVMEOF_TP_EXEC);
   return 0;
 }
 
 SEC("kprobe/nvmet_bdev_execute_rw")
-int BPF_KPROBE(nv_t_bdev_exec_kprobe, void* req) {
-  stamp((__u64)req, NVMEOF_TP_EXEC);
+int BPF_KPROBE(nv_t_bdev_exec_kprobe, struct nvmet_req___nv* req) {
+  target_stamp((__u64)req, req, false, NVMEOF_TP_EXEC);
   return 0;
 }
 
 SEC("fentry/nvmet_file_execute_rw")
-int BPF_PROG(nv_t_file_exec_fentry, void* req) {
-  stamp(as_id(req, true), NVMEOF_TP_EXEC);
+int BPF_PROG(nv_t_file_exec_fentry, struct nvmet_req___nv* req) {
+  if (req) target_stamp(as_id(req, true), req, true, NVMEOF_TP_EXEC);
   return 0;
 }
 
 SEC("kprobe/nvmet_file_execute_rw")
-int BPF_KPROBE(nv_t_file_exec_kprobe, void* req) {
-  stamp((__u64)req, NVMEOF_TP_EXEC);
+int BPF_KPROBE(nv_t_file_exec_kprobe, struct nvmet_req___nv* req) {
+  target_stamp((__u64)req, req, false, NVMEOF_TP_EXEC);
   return 0;
 }
 
@@ -270,54 +276,58 @@ int BPF_KPROBE(nv_t_file_exec_kprobe, void* req) {
  * queued to the transport. */
 SEC("tp_btf/nvmet_req_complete")
 int BPF_PROG(nv_t_done_tp_btf, struct nvmet_req___nv* req) {
-  if (req) on_done(as_id(req, true), req);
+  if (req) on_done(as_id(req, true), req, true);
   return 0;
 }
 
 SEC("raw_tp/nvmet_req_complete")
 int BPF_PROG(nv_t_done_raw_tp, struct nvmet_req___nv* req) {
-  on_done((__u64)req, req);
+  on_done((__u64)req, req, false);
   return 0;
 }
 
 SEC("fentry/nvmet_req_complete")
 int BPF_PROG(nv_t_done_fentry, struct nvmet_req___nv* req) {
-  if (req) on_done(as_id(req, true), req);
+  if (req) on_done(as_id(req, true), req, true);
   return 0;
 }
 
 SEC("kprobe/nvmet_req_complete")
 int BPF_KPROBE(nv_t_done_kprobe, struct nvmet_req___nv* req) {
-  on_done((__u64)req, req);
+  on_done((__u64)req, req, false);
   return 0;
 }
 
 /* sent (RDMA): the response's send completion (for reads after the RDMA WRITE of the data). */
 SEC("fentry/nvmet_rdma_send_done")
 int BPF_PROG(nv_t_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
-  on_sent(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe)));
+  __u64 req = rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe));
+  on_sent(req, (struct nvmet_req___nv*)req, false);
   return 0;
 }
 
 SEC("kprobe/nvmet_rdma_send_done")
 int BPF_KPROBE(nv_t_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
-  on_sent(rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe)));
+  __u64 req = rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe));
+  on_sent(req, (struct nvmet_req___nv*)req, false);
   return 0;
 }
 
 /* sent (TCP): the response PDU goes to the socket (6.12+; inlined in 6.1, where the target's
  * commands end at nvmet_req_complete). */
 SEC("fentry/nvmet_try_send_response")
-int BPF_PROG(nv_t_tcp_sent_fentry, void* cmd) {
-  __u64 c = as_id(cmd, true);
-  on_sent(c ? c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req) : 0);
+int BPF_PROG(nv_t_tcp_sent_fentry, struct nvmet_tcp_cmd___nv* cmd) {
+  if (cmd) {
+    on_sent(as_id(cmd, true) + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req), &cmd->req,
+            true);
+  }
   return 0;
 }
 
 SEC("kprobe/nvmet_try_send_response")
-int BPF_KPROBE(nv_t_tcp_sent_kprobe, void* cmd) {
+int BPF_KPROBE(nv_t_tcp_sent_kprobe, struct nvmet_tcp_cmd___nv* cmd) {
   __u64 c = (__u64)cmd;
-  on_sent(c ? c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req) : 0);
+  if (c) on_sent(c + bpf_core_field_offset(struct nvmet_tcp_cmd___nv, req), &cmd->req, false);
   return 0;
 }
 

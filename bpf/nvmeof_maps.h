@@ -75,13 +75,24 @@ struct nvmeof_series {
   unsigned char from;   /* first point of the span */
   unsigned char to;     /* last point of the span */
   unsigned char detail; /* enum nvmeof_detail; stage spans only */
-  unsigned char pad[6];
+  /* nv_paths keys (kind NVMEOF_KIND_STAGE, from = to = 0): bit i set for each point i the
+   * command passed; 0 in every other key */
+  unsigned char points;
+  unsigned char pad[5];
 };
 
 struct nvmeof_hist {
   unsigned long long count;
   unsigned long long sum_ns;
   unsigned long long buckets[NVMEOF_HIST_BUCKETS];
+};
+
+/* The stages of the sampled commands of one series that passed the same points (the key's
+ * `points`), in one entry: stage[i - 1] is the span that ends at point i and starts at the
+ * previous point in `points`. One lookup per command finds them all; the loader turns each used
+ * slot into the (from, to) stage series the exporter serves. */
+struct nvmeof_path_hists {
+  struct nvmeof_hist stage[NVMEOF_POINTS - 1];
 };
 
 /* One sampled command in flight: its points (0 = not passed) and its series identity. */
@@ -91,13 +102,17 @@ struct nvmeof_inflight {
   /* host, at controller detail: the controller instance + 1 that keys its stage spans;
    * 0: they stay keyed by series.id (namespace detail, or a disk name that is not nvme's) */
   unsigned long long stage_id;
+  /* tells two commands of one reused request apart (nvmeof.bpf.c, struct cmd) */
+  unsigned long long tag;
 };
 
 /* Per-CPU event counters (index into the `nv_counters` array map). */
 enum nvmeof_counter {
-  NVMEOF_NCTR_INFLIGHT_FULL = 0, /* a sampled command found no room in the in-flight table */
-  NVMEOF_NCTR_MAP_FULL = 1,      /* a new series did not fit into nv_hists */
-  NVMEOF_NCTR_COUNT = 2,
+  NVMEOF_NCTR_INFLIGHT_FULL = 0,  /* a sampled command found no room in the in-flight table */
+  NVMEOF_NCTR_MAP_FULL = 1,       /* a new series did not fit into nv_hists or nv_paths */
+  NVMEOF_NCTR_SAMPLED_HOST = 2,   /* host commands picked for timing (at setup) */
+  NVMEOF_NCTR_SAMPLED_TARGET = 3, /* target commands picked for timing (at init) */
+  NVMEOF_NCTR_COUNT = 4,
 };
 
 /* Runtime switches the exporter writes (it attaches hooks of modules loaded later). */
@@ -108,7 +123,23 @@ struct nvmeof_config {
   unsigned int pad;
 };
 
+/* The in-flight table: NVMEOF_INFLIGHT_MAX sampled commands in sets of NVMEOF_CMD_WAYS, found
+ * by a hash of the command's address. A way is claimed with a compare-and-swap of its `id` and
+ * freed by swapping 0 in: no lock and no allocation per command (a hash map update and delete
+ * cost about as much as all the other work on a sampled command). */
 #define NVMEOF_INFLIGHT_MAX 16384
+#define NVMEOF_CMD_WAYS 4
+#define NVMEOF_CMD_SET_BITS 12
+#define NVMEOF_CMD_SETS (1U << NVMEOF_CMD_SET_BITS) /* * WAYS = NVMEOF_INFLIGHT_MAX */
+
+struct nvmeof_cmd_way {
+  unsigned long long id; /* struct request / nvmet_req address; 0: free */
+  struct nvmeof_inflight e;
+};
+
+struct nvmeof_cmd_set {
+  struct nvmeof_cmd_way way[NVMEOF_CMD_WAYS];
+};
 /* Default entries of nv_hists, nv_commands, nv_names and nv_ctrl; the exporter sets nv_hists
  * from bpf.map_memory_max and the CPU count at load (collectors/bpf/nvmeof_loader.cc). */
 #define NVMEOF_SERIES_MAX 4096

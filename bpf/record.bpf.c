@@ -69,7 +69,6 @@ struct rec_inflight {
   __u32 bytes;
   __u16 nlb, qid, cid, cntlid;
   __u8 role, opcode, trtype;
-  __u8 decided; /* host: the sampling decision was taken (the command was seen built) */
 };
 
 struct {
@@ -137,36 +136,10 @@ static __always_inline __u64 as_id(const void* p, bool direct) {
   return nvmeof_as_id(&rec_counters, SCRATCH_SLOT, p, direct);
 }
 
-/* The wire fields of an NVMe command (NVMe base spec: opcode byte 0, command id bytes 2-3,
- * SLBA in CDW10-11 at byte 40, NLB in CDW12 bits 15:0 at byte 48). */
-struct wire {
-  __u64 slba;
-  __u16 cid, nlb;
-  __u8 opcode;
-};
-
-static __always_inline bool read_wire(const void* cmd, struct wire* w) {
-  __u8 opcode = 0;
-  if (!cmd) return false;
-  if (bpf_probe_read_kernel(&opcode, 1, cmd) ||
-      bpf_probe_read_kernel(&w->cid, 2, (const char*)cmd + 2) ||
-      bpf_probe_read_kernel(&w->slba, 8, (const char*)cmd + 40) ||
-      bpf_probe_read_kernel(&w->nlb, 2, (const char*)cmd + 48))
-    return false;
-  w->opcode = opcode;
-  return true;
-}
-
 /* Both sides compute this from the same wire fields (x86 and arm64 are little endian, as the
  * wire). */
-static __always_inline bool sampled(const struct wire* w) {
-  __u64 h;
-  if (sample_every <= 1) return true;
-  h = w->slba * 0x9E3779B97F4A7C15ULL ^ (__u64)w->cid * 0xC2B2AE3D27D4EB4FULL;
-  h ^= h >> 31;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 29;
-  return h % sample_every == 0;
+static __always_inline bool sampled(const struct nvmeof_wire* w) {
+  return nvmeof_pick(w->slba, w->cid, sample_every);
 }
 
 /* Every command, exactly, per group; the group's name is kept on its first command. */
@@ -198,6 +171,32 @@ static __always_inline struct rec_inflight* stamp(__u64 id, int point) {
   if (!e || point < 0 || point >= NVMEOF_POINTS) return 0;
   if (!e->ts[point]) e->ts[point] = bpf_ktime_get_ns();
   return e;
+}
+
+/* Set by the function-entry variants of setup, which track every command until
+ * nvme_complete_rq decides (its unsampled entries must be deleted there). */
+bool setup_at_entry = false;
+
+/* Host: is the request at `rq` (struct request) sampled? By the wire fields of its command,
+ * nvme_req(rq)->cmd, built by the time any hook after setup runs. */
+static __always_inline bool host_sampled(__u64 rq) {
+  struct nvmeof_wire w = {};
+  struct nvme_request___rec* nreq;
+  if (!rq) return false;
+  if (sample_every <= 1) return true;
+  nreq = (struct nvme_request___rec*)(rq + bpf_core_type_size(struct request));
+  return nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false) && sampled(&w);
+}
+
+/* Each hook decides alone: an unsampled command costs no lookup of the in-flight table. */
+static __always_inline void host_stamp(__u64 id, struct request* rq, bool direct, int point) {
+  if (host_sampled(id)) stamp(id, point);
+}
+
+static __always_inline void target_stamp(__u64 id, struct nvmet_req___nv* req, bool direct,
+                                         int point) {
+  struct nvmeof_wire w = {};
+  if (id && nvmeof_target_pick(req, direct, sample_every, &w)) stamp(id, point);
 }
 
 /* The command ended on this node: its record goes to the ring buffer. */
@@ -235,13 +234,15 @@ static __always_inline void emit(struct rec_inflight* e) {
  * nvme_complete_rq). */
 static __always_inline void on_setup(struct request* rq, const void* cmd, bool direct) {
   struct rec_inflight e = {};
-  struct wire w = {};
-  __u64 disk = rq_disk(rq), id, start, now;
-  if (!disk) return; /* admin and fabrics commands */
+  struct nvmeof_wire w = {};
+  __u64 disk, id, start, now;
   if (cmd) {
-    if (!read_wire(cmd, &w) || !sampled(&w)) return;
-    e.decided = 1;
+    if (!nvmeof_read_wire(cmd, &w, direct) || !sampled(&w)) return;
+  } else if (!setup_at_entry) {
+    setup_at_entry = true;
   }
+  disk = rq_disk(rq);
+  if (!disk) return; /* admin and fabrics commands */
   id = as_id(rq, direct);
   if (!id) return;
   now = bpf_ktime_get_ns();
@@ -257,7 +258,7 @@ static __always_inline void on_setup(struct request* rq, const void* cmd, bool d
 static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
   struct rec_inflight* e;
   __u64 id = rdma_sent_rq(wc);
-  if (!id) return;
+  if (!host_sampled(id)) return;
   e = bpf_map_lookup_elem(&rec_inflight, &id);
   if (e && !e->ts[NVMEOF_HP_RESPONSE] && !e->ts[NVMEOF_HP_SENT]) {
     e->ts[NVMEOF_HP_SENT] = bpf_ktime_get_ns();
@@ -285,14 +286,14 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   struct nvmeof_record_group g = {};
   struct rec_inflight* e;
   struct blk_mq_hw_ctx* hctx;
-  struct wire w = {};
+  struct nvmeof_wire w = {};
   __u64 disk = rq_disk(rq), id;
   if (!disk) return;
   id = as_id(rq, direct);
   nreq = (struct nvme_request___rec*)(id + bpf_core_type_size(struct request));
   ctrl = BPF_CORE_READ(nreq, ctrl);
   opts = ctrl ? BPF_CORE_READ(ctrl, opts) : 0;
-  if (!read_wire(BPF_CORE_READ(nreq, cmd), &w)) return;
+  if (!nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false)) return;
   g.id = disk;
   g.role = NVMEOF_ROLE_HOST;
   g.trtype = host_trtype(opts);
@@ -300,13 +301,12 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   g.size = nvmeof_size_class(NVMEOF_READ(direct, rq, __data_len));
   count_group(&g, disk + bpf_core_field_offset(struct gendisk, disk_name));
 
-  e = stamp(id, NVMEOF_HP_COMPLETE);
-  if (!e) return;
-  if (!e->decided && !sampled(&w)) {
-    bpf_map_delete_elem(&rec_inflight, &id);
+  if (!sampled(&w)) {
+    if (setup_at_entry) bpf_map_delete_elem(&rec_inflight, &id);
     return;
   }
-  e->decided = 1;
+  e = stamp(id, NVMEOF_HP_COMPLETE);
+  if (!e) return;
   e->slba = w.slba;
   e->cid = w.cid;
   e->nlb = w.nlb;
@@ -323,6 +323,7 @@ static __always_inline void on_end(struct request* rq, bool direct) {
   struct rec_inflight* e;
   __u64 id;
   id = as_id(rq, direct);
+  if (!host_sampled(id)) return;
   e = stamp(id, NVMEOF_HP_END);
   if (!e) return;
   if (e->ts[NVMEOF_HP_COMPLETE]) emit(e); /* not completed through NVMe: not a command */
@@ -334,16 +335,16 @@ static __always_inline void on_end(struct request* rq, bool direct) {
 /* The capsule's receive processing starts: stash the time for on_init on this CPU. */
 static __always_inline void on_recv(void) { recv_stash(slot(RECV_SLOT)); }
 
-static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req,
-                                    struct nvmet_sq___nv* sq) {
+static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
+                                    bool direct) {
   struct rec_inflight e = {};
-  struct wire w = {};
+  struct nvmeof_wire w = {};
   __u64 recv = recv_take(slot(RECV_SLOT)), now;
   __u16 qid;
   if (!id || !sq) return;
-  qid = BPF_CORE_READ(sq, qid);
+  qid = NVMEOF_READ(direct, sq, qid);
   if (qid == 0) return; /* admin */
-  if (!read_wire(BPF_CORE_READ(req, cmd), &w) || !sampled(&w)) return;
+  if (!nvmeof_read_wire(NVMEOF_READ(direct, req, cmd), &w, direct) || !sampled(&w)) return;
   now = bpf_ktime_get_ns();
   e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);
   e.ts[NVMEOF_TP_INIT] = now;
@@ -353,18 +354,24 @@ static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req,
   e.slba = w.slba;
   e.nlb = w.nlb;
   e.opcode = w.opcode;
-  e.decided = 1;
   if (bpf_map_update_elem(&rec_inflight, &id, &e, BPF_ANY)) count_event(NVMEOF_RCTR_INFLIGHT_FULL);
 }
 
-static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req) {
+static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool direct) {
   struct nvmeof_record_group g = {};
   struct nvmet_sq___nv* sq;
   struct nvmet_subsys___nv* subsys;
   struct rec_inflight* e;
+  struct nvmeof_wire w = {};
   __u8 opcode = 0;
 
-  if (!target_io(req, &sq, &subsys, &opcode)) return;
+  if (!target_io(req, direct, &sq, &subsys, &opcode)) return;
+  if (direct) {
+    /* The rest as before, through bpf_probe_read_kernel, from plain numbers. */
+    req = (struct nvmet_req___nv*)id;
+    sq = (struct nvmet_sq___nv*)as_id(sq, true);
+    subsys = (struct nvmet_subsys___nv*)as_id(subsys, true);
+  }
   g.id = (__u64)subsys;
   g.role = NVMEOF_ROLE_TARGET;
   g.trtype = BPF_CORE_READ(req, port, disc_addr.trtype);
@@ -372,6 +379,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req) {
   g.size = nvmeof_size_class(BPF_CORE_READ(req, transfer_len));
   count_group(&g, (__u64)BPF_CORE_READ(subsys, subsysnqn));
 
+  if (!nvmeof_target_pick(req, false, sample_every, &w)) return;
   e = stamp(id, NVMEOF_TP_DONE);
   if (!e) return;
   e->trtype = g.trtype;
@@ -383,14 +391,15 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req) {
   bpf_map_delete_elem(&rec_inflight, &id);
 }
 
-static __always_inline void on_sent(__u64 req) {
+static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool direct) {
   struct rec_inflight* e;
-  if (!req) return;
-  e = bpf_map_lookup_elem(&rec_inflight, &req);
+  struct nvmeof_wire w = {};
+  if (!id || !nvmeof_target_pick(req, direct, sample_every, &w)) return;
+  e = bpf_map_lookup_elem(&rec_inflight, &id);
   if (!e || !e->ts[NVMEOF_TP_DONE]) return;
   e->ts[NVMEOF_TP_SENT] = bpf_ktime_get_ns();
   emit(e);
-  bpf_map_delete_elem(&rec_inflight, &req);
+  bpf_map_delete_elem(&rec_inflight, &id);
 }
 
 #include "nvmeof_hooks.bpf.h"

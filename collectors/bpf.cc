@@ -318,6 +318,13 @@ class BpfCollector : public Collector {
                 static_cast<double>(snap.counters[NVMEOF_NCTR_INFLIGHT_FULL]));
     out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "nvmeof_map_full"}},
                 static_cast<double>(snap.counters[NVMEOF_NCTR_MAP_FULL]));
+    constexpr std::string_view kSampled =
+        "NVMe-oF commands picked for timing (about 1 in bpf.sample_every, by a hash of each "
+        "command's own fields), counted where picked: host at setup, target at init.";
+    out.Counter("nvmeof_exporter_bpf_sampled_commands_total", kSampled, {{"role", "host"}},
+                static_cast<double>(snap.counters[NVMEOF_NCTR_SAMPLED_HOST]));
+    out.Counter("nvmeof_exporter_bpf_sampled_commands_total", kSampled, {{"role", "target"}},
+                static_cast<double>(snap.counters[NVMEOF_NCTR_SAMPLED_TARGET]));
     if (snap.program_run_stats) EmitProgramRuns(snap.programs, out);
     EmitMapSizes("nvmeof", snap.maps, out);
     return true;

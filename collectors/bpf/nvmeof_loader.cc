@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -32,10 +34,15 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& b
   // node detail is controller detail in the kernel, summed over controllers by the collector.
   skel->rodata->stage_detail =
       bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
-  bpf_map__set_max_entries(
-      skel->maps.nv_hists,
-      HistMapEntries(bpf.map_memory_max, sizeof(nvmeof_series), sizeof(nvmeof_hist),
-                     libbpf_num_possible_cpus(), 64, NVMEOF_SERIES_MAX));
+  // bpf.map_memory_max split by what an entry holds: 6 stage histograms in nv_paths, one
+  // end-to-end histogram in nv_hists.
+  const int cpus = libbpf_num_possible_cpus();
+  bpf_map__set_max_entries(skel->maps.nv_paths,
+                           HistMapEntries(bpf.map_memory_max / 7 * 6, sizeof(nvmeof_series),
+                                          sizeof(nvmeof_path_hists), cpus, 16, NVMEOF_SERIES_MAX));
+  bpf_map__set_max_entries(skel->maps.nv_hists,
+                           HistMapEntries(bpf.map_memory_max / 7, sizeof(nvmeof_series),
+                                          sizeof(nvmeof_hist), cpus, 16, NVMEOF_SERIES_MAX));
   return skel;
 }
 
@@ -74,6 +81,7 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
     if (!trial) return -EINVAL;
     bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
     bpf_map__set_max_entries(trial->maps.nv_hists, 1);
+    bpf_map__set_max_entries(trial->maps.nv_paths, 1);
     bpf_map__set_max_entries(trial->maps.nv_names, 1);
     bpf_map__set_max_entries(trial->maps.nv_commands, 1);
     bpf_map__set_max_entries(trial->maps.nv_ctrl, 1);
@@ -130,7 +138,8 @@ class KernelNvmeofSource : public NvmeofSource {
 
   void Forget(const std::vector<std::uint64_t>& ids) override {
     if (ids.empty()) return;
-    for (const bpf_map* map : {maps_->maps.nv_hists, maps_->maps.nv_commands}) {
+    for (const bpf_map* map :
+         {maps_->maps.nv_hists, maps_->maps.nv_paths, maps_->maps.nv_commands}) {
       const int fd = bpf_map__fd(map);
       std::vector<nvmeof_series> doomed;
       nvmeof_series key{}, next{};
@@ -164,6 +173,8 @@ class KernelNvmeofSource : public NvmeofSource {
                                                 }
                                                 out->series.push_back(s);
                                               });
+    const std::size_t totals = out->series.size();
+    ReadPaths(&out->series);
     ForEachPerCpu<nvmeof_series, std::uint64_t>(bpf_map__fd(maps_->maps.nv_commands), ncpus_,
                                                 [&](const auto& key, const auto& percpu) {
                                                   NvmeofSeries s;
@@ -172,7 +183,8 @@ class KernelNvmeofSource : public NvmeofSource {
                                                   out->series.push_back(s);
                                                   ++commands;
                                                 });
-    SetMapEntries(out->maps, "nv_hists", out->series.size() - commands);
+    SetMapEntries(out->maps, "nv_hists", totals);
+    SetMapEntries(out->maps, "nv_paths", paths_entries_);
     SetMapEntries(out->maps, "nv_commands", commands);
     int nfd = bpf_map__fd(maps_->maps.nv_names);
     std::uint64_t addr = 0, next_addr = 0;
@@ -395,7 +407,47 @@ class KernelNvmeofSource : public NvmeofSource {
   std::set<std::string_view> used_;
   UniqueFd stats_fd_;
   int ncpus_;
-  std::vector<MapSize> map_sizes_;  // of maps_, fixed at load
+  std::vector<MapSize> map_sizes_;   // of maps_, fixed at load
+  std::uint64_t paths_entries_ = 0;  // nv_paths entries at the last Read
+
+  // nv_paths entries as stage series: slot i - 1 of an entry is the span from the previous
+  // point in its `points` to point i. Entries of different point sets share spans (an RDMA
+  // command with and without the send completion both have setup -> posted): summed.
+  void ReadPaths(std::vector<NvmeofSeries>* out) {
+    auto less = [](const nvmeof_series& a, const nvmeof_series& b) {
+      return std::memcmp(&a, &b, sizeof(a)) < 0;
+    };
+    std::map<nvmeof_series, nvmeof_hist, decltype(less)> spans(less);
+    paths_entries_ = 0;
+    ForEachPerCpu<nvmeof_series, nvmeof_path_hists>(
+        bpf_map__fd(maps_->maps.nv_paths), ncpus_, [&](const auto& key, const auto& percpu) {
+          ++paths_entries_;
+          int prev = -1;
+          for (int i = 0; i < NVMEOF_POINTS; ++i) {
+            if (!(key.points & (1U << i))) continue;
+            if (prev >= 0) {
+              nvmeof_series k = key;
+              k.points = 0;
+              k.from = static_cast<unsigned char>(prev);
+              k.to = static_cast<unsigned char>(i);
+              nvmeof_hist& h = spans[k];
+              for (const auto& p : percpu) {
+                const nvmeof_hist& src = p.stage[i - 1];
+                h.count += src.count;
+                h.sum_ns += src.sum_ns;
+                for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b) h.buckets[b] += src.buckets[b];
+              }
+            }
+            prev = i;
+          }
+        });
+    for (const auto& [k, h] : spans) {
+      NvmeofSeries s;
+      s.key = k;
+      s.hist = h;
+      out->push_back(s);
+    }
+  }
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_ = false;

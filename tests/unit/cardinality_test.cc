@@ -53,15 +53,23 @@ Series Count(const MetricSink& sink) {
   return n;
 }
 
-// Bytes of nv_hists the kernel holds for a snapshot at `cpus` possible CPUs: one entry per
-// distinct histogram key (kind stage or total), key + value per CPU.
+// Bytes of nv_hists and nv_paths the kernel holds for a snapshot at `cpus` possible CPUs: one
+// nv_hists entry per end-to-end key, one nv_paths entry (all 6 stage slots) per stage key and
+// set of points (here one chain per key: every command of a key passes the same points; an RDMA
+// host whose send completions are polled sometimes after the response holds two).
 std::uint64_t HistMapBytes(const NvmeofSnapshot& snap, int cpus) {
-  std::set<std::string> keys;
+  std::set<std::string> totals, paths;
   for (const auto& s : snap.series) {
-    if (s.key.kind == NVMEOF_KIND_COMMANDS) continue;
-    keys.emplace(reinterpret_cast<const char*>(&s.key), sizeof(s.key));
+    nvmeof_series k = s.key;
+    if (k.kind == NVMEOF_KIND_TOTAL) {
+      totals.emplace(reinterpret_cast<const char*>(&k), sizeof(k));
+    } else if (k.kind == NVMEOF_KIND_STAGE) {
+      k.from = k.to = 0;
+      paths.emplace(reinterpret_cast<const char*>(&k), sizeof(k));
+    }
   }
-  return keys.size() * (sizeof(nvmeof_series) + sizeof(nvmeof_hist) * std::uint64_t(cpus));
+  return totals.size() * (sizeof(nvmeof_series) + sizeof(nvmeof_hist) * std::uint64_t(cpus)) +
+         paths.size() * (sizeof(nvmeof_series) + sizeof(nvmeof_path_hists) * std::uint64_t(cpus));
 }
 
 constexpr std::uint64_t kDiskBase = 0xffff888001000000;
@@ -193,9 +201,10 @@ TEST_F(CardinalityTest, HostWithinBudgetAtDefaultDetail) {
   auto src = std::make_unique<ShapeSource>();
   Host(*src, NVMEOF_DETAIL_CONTROLLER);
   const std::uint64_t bytes = HistMapBytes(src->snap, 64);
-  EXPECT_EQ(bytes, 112u * (24 + 1760 * 64));
+  EXPECT_EQ(bytes, 64u * (24 + 1760 * 64) + 8u * (24 + 6 * 1760 * 64));
   EXPECT_LE(bytes, kMemoryBudget);
-  std::printf("host, controller detail: nv_hists %.1f MiB at 64 CPUs\n", double(bytes) / (1 << 20));
+  std::printf("host, controller detail: nv_hists + nv_paths %.1f MiB at 64 CPUs\n",
+              double(bytes) / (1 << 20));
   Series n = Collect(std::move(src));
   RecordProperty("histograms", std::to_string(n.histograms));
   RecordProperty("text", std::to_string(n.text));
@@ -215,7 +224,8 @@ TEST_F(CardinalityTest, NamespaceDetailFitsTheSeriesButNotTheMemoryBudget) {
   Host(*src, NVMEOF_DETAIL_NAMESPACE);
   const std::uint64_t bytes = HistMapBytes(src->snap, 64);
   EXPECT_GT(bytes, kMemoryBudget);
-  std::printf("host, namespace detail: nv_hists %.1f MiB at 64 CPUs\n", double(bytes) / (1 << 20));
+  std::printf("host, namespace detail: nv_hists + nv_paths %.1f MiB at 64 CPUs\n",
+              double(bytes) / (1 << 20));
   Series n = Collect(std::move(src));
   EXPECT_EQ(n.histograms, 32u * 2 * 7);
   EXPECT_LE(n.native, kNativeBudget);

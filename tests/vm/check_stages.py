@@ -4,7 +4,8 @@ For every forced attach mechanism, transport (rdma, tcp) and fio job (randread 4
 16 KiB) the guest scraped /metrics right before and right after fio ran a known number of I/Os.
 The differences of the two scrapes are that fio job's commands; they are compared with fio:
   - nvmeof_commands_total rose by fio's I/O count (every command is counted);
-  - end to end _count * sample_every is fio's I/O count within 1%;
+  - end to end _count (+ lost) is the count of commands picked for timing within 1%, and that is
+    fio's I/O count / sample_every within 4.5 binomial standard deviations (picks are by hash);
   - every stage's _count equals the end to end _count within 1% (stages a command may skip
     in favour of a wider one are counted together: command_send|target_and_response with
     network_and_target on the host);
@@ -121,9 +122,20 @@ class StagesChecks:
             # by the kernel (kprobe nmissed; vm-recipe measured 0.3-1% on busy functions), so a
             # command can miss its last point: 2% below is allowed when kprobes are forced.
             low = 0.98 if mech == 'kprobe' else 0.99
-            self.check(count * every <= ios * 1.01 and (count + lost) * every >= ios * low,
-                       '%s end-to-end count %d (+%d lost) x sample_every %d ~ fio\'s %d I/Os (%d%% below)'
-                       % (where, count, lost, every, ios, round((1 - low) * 100)))
+            # Every command picked for timing ends whole in the end-to-end histogram, or is
+            # counted lost.
+            picked = self.counter_delta(before, after, 'nvmeof_exporter_bpf_sampled_commands_total',
+                                        {'role': role})
+            self.check(count <= picked * 1.01 and count + lost >= picked * low,
+                       '%s end-to-end count %d (+%d lost) ~ %d commands picked for timing (%d%% below)'
+                       % (where, count, lost, picked, round((1 - low) * 100)))
+            # The picks are a hash of each command's own fields: about 1 in sample_every, within
+            # 4.5 standard deviations of the binomial (a false alarm about once in 150,000 jobs).
+            p = 1.0 / every
+            sd = (ios * p * (1 - p)) ** 0.5
+            self.check(abs(picked - ios * p) <= 4.5 * sd + 1,
+                       '%s %d commands picked ~ fio\'s %d I/Os / sample_every %d (+-%.0f)'
+                       % (where, picked, ios, every, 4.5 * sd + 1))
             # bpf.stage_detail is controller (the default): stage spans carry the controller
             # (host) or the NQN (target), not the namespace or the nvmet port.
             stage_labels = {k: v for k, v in labels.items() if k not in ('nvme_namespace', 'nvmet_port')}
