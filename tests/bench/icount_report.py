@@ -66,10 +66,40 @@ def main():
                     misses.append('%s %s: default (1 in 8) costs %.2fx biolatency (budget %.2fx)'
                                   % (p, rw, cost / bio_cost, budget))
             print('%-5s %-9s %s' % (p, rw, ''.join(cells)))
+    derived(lat, paths, rws)
     stats(d, paths)
     for m in misses:
         print('BUDGET MISSED: ' + m)
     return 1 if misses else 0
+
+
+def derived(lat, paths, rws):
+    """What an unsampled and a sampled command cost, from the runs at 1 in 1 and 1 in 64:
+    c(N) = u + (s - u) / N, so u = (64 c64 - c1) / 63 and s = c1. On NVMe-oF paths the block
+    programs run on two devices (the host's namespace and the target's null_blk): the NVMe-oF
+    hooks' share is u minus twice null_blk's u."""
+    def cost(m, p, rw):
+        if (m, p, rw) in lat and ('none', p, rw) in lat:
+            return lat[(m, p, rw)] - lat[('none', p, rw)]
+        return None
+    rows = []
+    for p in paths:
+        for rw in rws:
+            c1, c64 = cost('s1', p, rw), cost('s64', p, rw)
+            if c1 is None or c64 is None:
+                continue
+            u = (64 * c64 - c1) / 63
+            nb1, nb64 = cost('s1', 'null', rw), cost('s64', 'null', rw)
+            hooks = ''
+            if p != 'null' and nb1 is not None and nb64 is not None:
+                hooks = '%.0f' % (u - 2 * (64 * nb64 - nb1) / 63)
+            rows.append((p, rw, u, c1, hooks))
+    if rows:
+        print('\nper command: unsampled u = (64 c64 - c1)/63, sampled = c1; NVMe-oF hooks of an '
+              'unsampled command = u - 2 x null_blk u')
+        print('%-5s %-9s %12s %12s %18s' % ('path', 'rw', 'unsampled', 'sampled', 'NVMe-oF unsampled'))
+        for p, rw, u, c1, hooks in rows:
+            print('%-5s %-9s %12.0f %12.0f %18s' % (p, rw, u, c1, hooks or '-'))
 
 
 def stats(d, paths):

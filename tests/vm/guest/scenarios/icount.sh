@@ -57,16 +57,21 @@ with_exporter() { # MODE SAMPLE_EVERY
 	EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter $1"
 	run_paths "$1"
 	stop_exporter
+	EXPORTER_PID=
 }
 
 # A tool that runs until stopped: started, given time to load, measured, stopped with SIGINT.
-with_tool() { # MODE LOG READY-PATTERN CMD... (READY-PATTERN: what it prints once attached)
-	local mode=$1 log=$2 ready=$3 pid
+# READY: what it prints on stderr once attached, or "+N": N more BPF programs loaded (biolatency
+# prints to stdout, which is block-buffered into a file).
+progs() { bpftool prog show | grep -c '^[0-9]'; }
+with_tool() { # MODE LOG READY CMD...
+	local mode=$1 log=$2 ready=$3 pid n0
 	shift 3
+	n0=$(progs)
 	"$@" >"$log" 2>&1 &
 	pid=$!
 	deadline 600
-	until grep -q "$ready" "$log" 2>/dev/null; do
+	until case $ready in +*) [ "$(progs)" -ge $((n0 + ${ready#+})) ] ;; *) grep -q "$ready" "$log" 2>/dev/null ;; esac; do
 		[ -d /proc/$pid ] || { cat "$log"; die "$mode exited at start"; }
 		before_deadline || die "$mode not ready after 600 s"
 		sleep 0.5
@@ -85,7 +90,7 @@ for mode in $MODES; do
 	s64) with_exporter s64 64 ;;
 	record) with_tool record "$R/record.log" recording \
 		$EXPORTER record --role=both -s 8 -o /tmp/icount.rec ;;
-	biolatency) with_tool biolatency "$R/biolatency.log" Tracing /usr/sbin/biolatency ;;
+	biolatency) with_tool biolatency "$R/biolatency.log" +2 /usr/sbin/biolatency ;;
 	stats)
 		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
 		printf 'bpf:\n  sample_every: 8\n' >/tmp/icount.yml
@@ -99,6 +104,7 @@ for mode in $MODES; do
 		done
 		PATHS=$all_paths RWS=$all_rws
 		stop_exporter
+		EXPORTER_PID=
 		sysctl -w kernel.bpf_stats_enabled=0 >/dev/null ;;
 	*) fail "unknown mode $mode" ;;
 	esac
