@@ -77,6 +77,15 @@ vm_rc=0
 if [ "${SKIP_VM:-0}" != 1 ] && [ -x tests/vm/run-suite.sh ]; then
   tests/vm/run-suite.sh --exporter build/nvmeof_exporter || vm_rc=$?
 fi
+# The eBPF cost gate (tests/bench/README.md): instructions per NVMe/TCP command under QEMU's
+# icount on 6.12, deterministic, the default sampling against biolatency in the same VM, and no
+# tool twice (reproducible within 1%). SKIP_ICOUNT=1 skips it.
+gate_rc=0
+if [ "${SKIP_VM:-0}" != 1 ] && [ "${SKIP_ICOUNT:-0}" != 1 ] && [ -x tests/vm/run-suite.sh ]; then
+  t0=$(date +%s)
+  ICOUNT_GATE=1 tests/bench/icount_bench.sh build/nvmeof_exporter 6.12 || gate_rc=$?
+  echo "run-all: icount gate rc=$gate_rc, $(( $(date +%s) - t0 ))s"
+fi
 if [ -n "$soak_pid" ]; then
   soak_rc=0
   wait "$soak_pid" || soak_rc=$?
@@ -88,4 +97,5 @@ if [ -n "$soak_pid" ]; then
     *) echo "run-all: soak FAILED ($soak_rc)" >&2; exit 1 ;;
   esac
 fi
+[ "$gate_rc" = 0 ] || exit 1
 exit "$vm_rc"

@@ -258,6 +258,20 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks):
         # TCP traffic does not pass through rxe; rxe only has to be visible.
         self.io_scenario(rdma_io=False)
 
+    def scenario_icount(self):
+        """The icount bench's runs (tests/bench/icount_report.py reads the numbers): every run
+        of the scenario's modes left a positive mean latency."""
+        rows = []
+        path = os.path.join(self.dir, 'icount.txt')
+        if os.path.exists(path):
+            rows = [l.split() for l in open(path) if l.strip()]
+        want = (len(self.env.get('MODES', '').split()) * int(self.env.get('RUNS_PER_MODE') or 0) +
+                int(self.env.get('STATS_RUNS') or 0))
+        bad = [' '.join(r) for r in rows if len(r) != 5 or float(r[4]) <= 0]
+        self.check(rows and not bad and len(rows) == want,
+                   'icount.txt: %d runs with a positive mean latency (want %d)' % (len(rows), want),
+                   '; '.join(bad[:3]))
+
     def scenario_hotload(self):
         empty = self.metrics('no-modules')
         self.collectors_ok(empty, 'no-modules')

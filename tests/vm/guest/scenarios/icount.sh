@@ -19,6 +19,9 @@ PATHS=${ICOUNT_PATHS:-null tcp rdma}
 RWS=${ICOUNT_RWS:-randread randwrite}
 MODES=${ICOUNT_MODES:-none s1 s8 s64 record biolatency none2 stats}
 conf IOS "$IOS"
+conf MODES "$(echo $MODES | sed 's/stats//')" # stats runs randread only, once per path
+conf RUNS_PER_MODE $(($(echo $PATHS | wc -w) * $(echo $RWS | wc -w)))
+case " $MODES " in *" stats "*) conf STATS_RUNS "$(echo $PATHS | wc -w)" ;; *) conf STATS_RUNS 0 ;; esac
 conf KERNEL "$(uname -r)"
 NULLB_ARGS="nr_devices=3 gb=1 irqmode=0"
 load_modules
