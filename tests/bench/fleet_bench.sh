@@ -4,7 +4,8 @@
 # reference. tests/bench/README.md "Fleet" has the results and what each figure means.
 #
 #   tests/bench/fleet_bench.sh [-n N]... [--modes "node_exporter native text"]
-#       [--settle SECONDS] [--interval SECONDS] [--reps R] [--keep] [--wal-replay]
+#       [--settle SECONDS] [--interval SECONDS] [--reps R] [--deadline SECONDS] [--keep]
+#       [--wal-replay]
 #
 # -n N (repeatable, default 200): fleet sizes, each run on its own (one after the other).
 # --modes: which Prometheus servers to run per N, side by side (default all three):
@@ -17,10 +18,12 @@
 # after the first scrape; at least two rule evaluations of every group): fleet_measure.py.
 # An empty Prometheus (no targets, no rules) runs beside them: its RSS is subtracted, so RSS per
 # node is what the nodes add.
-# --wal-replay (native only; by hand): after the measurement, also an agent that remote-writes
-#   the fleet to a central server, which is killed for 60 s and restarted: counts of samples
-#   per series before, during and after, and whether any were lost (tests/e2e/test_fleet.sh
-#   checks the same path at N=20 in CI, without the outage).
+# --wal-replay: after the measurement, fleet_wal_replay.sh -n N: an agent remote-writes the
+#   fleet to a central server, which is killed for 60 s and restarted; samples per series
+#   across the outage, and whether any were lost (tests/e2e/test_fleet.sh checks the same
+#   path at N=20 in CI, without the outage).
+# --reps R: each dashboard query R times (p50, p99 of those); --deadline: seconds for all the
+#   dashboard queries of one server (the rest are reported as not run).
 # Exit 0 when it ran; the table says which budgets were met (a missed budget is a result).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +33,7 @@ MODES="node_exporter native text"
 SETTLE=300
 INTERVAL=15
 REPS=10
+DEADLINE=1800
 KEEP=0
 WAL=0
 while [ $# -gt 0 ]; do
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
     --settle) SETTLE=$2; shift 2 ;;
     --interval) INTERVAL=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
+    --deadline) DEADLINE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --wal-replay) WAL=1; shift ;;
     *) sed -n '2,30p' "$0" >&2; exit 2 ;;
@@ -122,7 +127,7 @@ RESULTS=()
 for N in "${SIZES[@]}"; do
   echo "== N=$N: modes $MODES; scrape interval ${INTERVAL}s, settle ${SETTLE}s ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
   FP=$(free_port)
-  python3 "$HERE/fleet_server.py" --port "$FP" --nodes "$N" \
+  python3 "$HERE/fleet_server.py" --port "$FP" --nodes "$N" --tick "$INTERVAL" \
     ${NEP:+--node-exporter "$WORK/node_exporter.prom"} >"$WORK/fleet-$N.port" 2>"$WORK/fleet-$N.log" &
   FLEET_PID=$!
   PIDS+=("$FLEET_PID")
@@ -159,16 +164,15 @@ for N in "${SIZES[@]}"; do
   for mode in $MODES; do
     python3 "$HERE/fleet_measure.py" measure --prom "${URL[$mode]}" --pid "${PID[$mode]}" \
       --nodes "$N" --mode "$mode" --out "$WORK/result-$mode-$N.json" --baseline-rss "$base" \
-      --reps "$REPS"
+      --reps "$REPS" --deadline "$DEADLINE"
     RESULTS+=("$WORK/result-$mode-$N.json")
   done
   echo "fleet server: $(curl -fsS "127.0.0.1:$FP/stats" | tr '\n' ' ')"
-  if [ "$WAL" = 1 ]; then
-    "$HERE/fleet_wal_replay.sh" "$FP" "$N" "$WORK" "$INTERVAL" || echo "WAL replay check FAILED" >&2
-  fi
   stop_all
   unset URL PID
+  if [ "$WAL" = 1 ]; then
+    "$HERE/fleet_wal_replay.sh" -n "$N" --interval "$INTERVAL" || echo "WAL replay check FAILED" >&2
+  fi
 done
 echo
 python3 "$HERE/fleet_measure.py" table "${RESULTS[@]}" | tee "$WORK/table.txt"
-[ "$KEEP" = 1 ] && cp "${RESULTS[@]}" "$WORK/table.txt" "$WORK/" 2>/dev/null || true
