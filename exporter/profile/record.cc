@@ -1,8 +1,11 @@
 #include "exporter/profile/record.h"
 
-#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <variant>
 
@@ -10,177 +13,68 @@ namespace nvmeof::profile {
 
 namespace {
 
-void WriteString(std::ostream& out, const std::string& s) {
-  out << '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out << '\\' << c;
-    } else if (c < 0x20) {
-      static const char kHex[] = "0123456789abcdef";
-      out << "\\u00" << kHex[c >> 4] << kHex[c & 15];
-    } else {
-      out << c;
-    }
-  }
-  out << '"';
-}
-
 // A flat JSON object: string, unsigned integer, bool or array of unsigned integers per key.
 using Value = std::variant<std::string, std::uint64_t, bool, std::vector<std::uint64_t>>;
 using Object = std::map<std::string, Value>;
 
-class Parser {
- public:
-  explicit Parser(std::string_view text) : s_(text) {}
-
-  bool ParseObject(Object* out, std::string* error) {
-    Ws();
-    if (!Eat('{')) return Fail("expected '{'", error);
-    Ws();
-    if (Eat('}')) return End(error);
-    for (;;) {
-      std::string key;
-      Ws();
-      if (!String(&key)) return Fail("expected a key string", error);
-      Ws();
-      if (!Eat(':')) return Fail("expected ':'", error);
-      Ws();
-      Value v;
-      if (!ParseValue(&v)) return Fail("bad value for \"" + key + "\"", error);
-      if (out->count(key)) return Fail("duplicate key \"" + key + "\"", error);
-      (*out)[key] = std::move(v);
-      Ws();
-      if (Eat(',')) continue;
-      if (Eat('}')) return End(error);
-      return Fail("expected ',' or '}'", error);
+// One line as an Object (nlohmann/json parses it). Refused, as the format has none of them: a
+// duplicate key (nlohmann would keep the last one silently), and any other value type
+// (negative or fractional numbers, null, nested objects).
+bool ParseObject(const std::string& line, Object* out, std::string* error) {
+  using Json = nlohmann::json;
+  std::vector<std::set<std::string>> keys;  // per object being parsed
+  std::string duplicate;
+  const Json::parser_callback_t note_keys = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == Json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == Json::parse_event_t::key && !keys.empty() &&
+               !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+      duplicate = parsed.get<std::string>();
     }
-  }
-
- private:
-  bool End(std::string* error) {
-    Ws();
-    if (i_ != s_.size()) return Fail("trailing characters", error);
     return true;
-  }
-  bool Fail(const std::string& what, std::string* error) {
-    *error = what + " at column " + std::to_string(i_ + 1);
+  };
+  Json json;
+  try {
+    json = Json::parse(line, note_keys);
+  } catch (const Json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 16: ...": the message.
+    const std::string_view what = e.what();
+    const size_t tag = what.find("] ");
+    *error = std::string(tag == std::string_view::npos ? what : what.substr(tag + 2));
     return false;
   }
-  void Ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
-  }
-  bool Eat(char c) {
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
+  if (!duplicate.empty()) {
+    *error = "duplicate key \"" + duplicate + "\"";
     return false;
   }
-  bool Number(std::uint64_t* v) {
-    const char* b = s_.data() + i_;
-    const char* e = s_.data() + s_.size();
-    auto [p, ec] = std::from_chars(b, e, *v);
-    if (ec != std::errc() || p == b) return false;
-    i_ += static_cast<size_t>(p - b);
-    return true;
-  }
-  bool String(std::string* out) {
-    if (!Eat('"')) return false;
-    while (i_ < s_.size()) {
-      const char c = s_[i_++];
-      if (c == '"') return true;
-      if (static_cast<unsigned char>(c) < 0x20) return false;
-      if (c != '\\') {
-        out->push_back(c);
-        continue;
-      }
-      if (i_ >= s_.size()) return false;
-      const char e = s_[i_++];
-      switch (e) {
-        case '"':
-          out->push_back('"');
-          break;
-        case '\\':
-          out->push_back('\\');
-          break;
-        case '/':
-          out->push_back('/');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 'u': {
-          if (i_ + 4 > s_.size()) return false;
-          unsigned code = 0;
-          auto [p, ec] = std::from_chars(s_.data() + i_, s_.data() + i_ + 4, code, 16);
-          if (ec != std::errc() || p != s_.data() + i_ + 4) return false;
-          i_ += 4;
-          if (code >= 0x80) return false;  // the writer escapes control characters only
-          out->push_back(static_cast<char>(code));
-          break;
-        }
-        default:
-          return false;
-      }
-    }
+  if (!json.is_object()) {
+    *error = "expected an object";
     return false;
   }
-  bool ParseValue(Value* v) {
-    if (i_ >= s_.size()) return false;
-    const char c = s_[i_];
-    if (c == '"') {
-      std::string s;
-      if (!String(&s)) return false;
-      *v = std::move(s);
-      return true;
+  for (const auto& [key, v] : json.items()) {
+    if (v.is_string()) {
+      (*out)[key] = v.get<std::string>();
+    } else if (v.is_number_unsigned()) {
+      (*out)[key] = v.get<std::uint64_t>();
+    } else if (v.is_boolean()) {
+      (*out)[key] = v.get<bool>();
+    } else if (v.is_array() && std::all_of(v.begin(), v.end(),
+                                           [](const Json& x) { return x.is_number_unsigned(); })) {
+      (*out)[key] = v.get<std::vector<std::uint64_t>>();
+    } else {
+      *error = "bad value for \"" + key + "\"";
+      return false;
     }
-    if (s_.substr(i_, 4) == "true") {
-      i_ += 4;
-      *v = true;
-      return true;
-    }
-    if (s_.substr(i_, 5) == "false") {
-      i_ += 5;
-      *v = false;
-      return true;
-    }
-    if (c == '[') {
-      ++i_;
-      std::vector<std::uint64_t> a;
-      Ws();
-      if (Eat(']')) {
-        *v = std::move(a);
-        return true;
-      }
-      for (;;) {
-        Ws();
-        std::uint64_t n = 0;
-        if (!Number(&n)) return false;
-        a.push_back(n);
-        if (a.size() > 64) return false;
-        Ws();
-        if (Eat(',')) continue;
-        if (Eat(']')) break;
-        return false;
-      }
-      *v = std::move(a);
-      return true;
-    }
-    std::uint64_t n = 0;
-    if (!Number(&n)) return false;
-    *v = n;
-    return true;
   }
+  return true;
+}
 
-  std::string_view s_;
-  size_t i_ = 0;
-};
+// One line of the file: the keys in the order given, non-UTF-8 bytes as U+FFFD.
+void WriteLine(const nlohmann::ordered_json& line, std::ostream& out) {
+  out << line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+}
 
 template <typename T>
 const T* Get(const Object& o, const std::string& key) {
@@ -288,44 +182,41 @@ bool ParseRecord(const Object& o, Record* r, std::string* error) {
 }  // namespace
 
 void WriteHeader(const RecordHeader& h, std::ostream& out) {
-  out << "{\"format\":\"" << kRecordFormat << "\",\"version\":" << h.version << ",\"hostname\":";
-  WriteString(out, h.hostname);
-  out << ",\"kernel\":";
-  WriteString(out, h.kernel);
-  out << ",\"role\":";
-  WriteString(out, h.role);
-  out << ",\"mechanism\":";
-  WriteString(out, h.mechanism);
-  out << ",\"sample_every\":" << h.sample_every << ",\"clock\":";
-  WriteString(out, h.clock);
-  out << "}\n";
+  WriteLine({{"format", kRecordFormat},
+             {"version", h.version},
+             {"hostname", h.hostname},
+             {"kernel", h.kernel},
+             {"role", h.role},
+             {"mechanism", h.mechanism},
+             {"sample_every", h.sample_every},
+             {"clock", h.clock}},
+            out);
 }
 
 void WriteRecord(const Record& r, std::ostream& out) {
-  out << "{\"role\":\"" << (r.role == NVMEOF_ROLE_HOST ? "host" : "target") << "\",\"transport\":";
-  WriteString(out, r.transport);
-  out << ",\"op\":";
-  WriteString(out, r.op);
-  out << ",\"size\":" << r.size << ",\"qid\":" << r.qid << ",\"cid\":" << r.cid
-      << ",\"cntlid\":" << r.cntlid << ",\"subsys\":";
-  WriteString(out, r.subsys);
-  out << ",\"hostnqn\":";
-  WriteString(out, r.hostnqn);
-  out << ",\"device\":";
-  WriteString(out, r.device);
-  out << ",\"slba\":" << r.slba << ",\"nlb\":" << r.nlb << ",\"ts\":[";
-  for (size_t i = 0; i < r.ts.size(); ++i) out << (i ? "," : "") << r.ts[i];
-  out << "]}\n";
+  WriteLine({{"role", r.role == NVMEOF_ROLE_HOST ? "host" : "target"},
+             {"transport", r.transport},
+             {"op", r.op},
+             {"size", r.size},
+             {"qid", r.qid},
+             {"cid", r.cid},
+             {"cntlid", r.cntlid},
+             {"subsys", r.subsys},
+             {"hostnqn", r.hostnqn},
+             {"device", r.device},
+             {"slba", r.slba},
+             {"nlb", r.nlb},
+             {"ts", r.ts}},
+            out);
 }
 
 void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out) {
-  out << "{\"end\":true,\"records\":" << records << ",\"lost\":" << lost << "}\n";
+  WriteLine({{"end", true}, {"records", records}, {"lost", lost}}, out);
 }
 
 void WriteEnd(std::uint64_t records, std::uint64_t lost, std::ostream& out,
               std::uint64_t commands) {
-  out << "{\"end\":true,\"records\":" << records << ",\"lost\":" << lost
-      << ",\"commands\":" << commands << "}\n";
+  WriteLine({{"end", true}, {"records", records}, {"lost", lost}, {"commands", commands}}, out);
 }
 
 bool ReadRecords(std::istream& in, RecordFile* file, std::string* error) {
@@ -343,7 +234,7 @@ bool ReadRecords(std::istream& in, RecordFile* file, std::string* error) {
     if (line.size() > (1u << 16)) return fail("line longer than 64 KiB (corrupt file)");
     Object o;
     std::string why;
-    if (!Parser(line).ParseObject(&o, &why)) {
+    if (!ParseObject(line, &o, &why)) {
       if (!newline) return fail("truncated (no newline at end of file; was `record` stopped?)");
       return fail("corrupt: " + why);
     }

@@ -9,7 +9,8 @@
 //            file's role that completed during the recording, sampled or not. Readers ignore
 //            keys they do not know, so optional keys need no version bump.
 //
-// Pure userspace: no BPF, no I/O beyond the stream it is given; the reader never throws.
+// Pure userspace: no BPF, no I/O beyond the stream it is given. JSON through nlohmann/json
+// (Debian's nlohmann-json3-dev); the reader never throws.
 #pragma once
 
 #include <cstdint>

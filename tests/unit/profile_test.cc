@@ -88,6 +88,41 @@ TEST(ProfileRecord, RoundTrip) {
   EXPECT_EQ(f.lost, 5u);
 }
 
+// Format version 1 as this reader's predecessor (the hand-written one) wrote it: every line
+// read, and written again byte for byte (tests/fixtures/records, escapes and UTF-8 included).
+TEST(ProfileRecord, ReadsAndRewritesVersion1Files) {
+  for (const std::string role : {"host", "target"}) {
+    const std::string path = std::string(NVMEOF_FIXTURES) + "/records/v1." + role + ".jsonl";
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream original;
+    original << in.rdbuf();
+    RecordFile f;
+    std::string error;
+    ASSERT_TRUE(ReadRecordFile(path, &f, &error)) << path << ": " << error;
+    EXPECT_EQ(f.header.role, role);
+    EXPECT_EQ(f.header.kernel, "6.12.117+deb12-amd64");
+    EXPECT_EQ(f.header.sample_every, 4u);
+    ASSERT_TRUE(f.has_end);
+    ASSERT_FALSE(f.records.empty());
+    EXPECT_EQ(f.records[0].cid, 36u);
+    EXPECT_EQ(f.records[0].subsys, "nqn.2024-01.io.nvmeof-exporter:vm-rec-rdma");
+    std::ostringstream again;
+    WriteHeader(f.header, again);
+    for (const auto& r : f.records) WriteRecord(r, again);
+    if (f.commands)
+      WriteEnd(f.records.size(), f.lost, again, f.commands);
+    else
+      WriteEnd(f.records.size(), f.lost, again);
+    EXPECT_EQ(again.str(), original.str()) << role;
+    if (role == "host") {
+      ASSERT_EQ(f.records.size(), 2u);
+      EXPECT_EQ(f.records[1].hostnqn, "nqn.2014-08.org.nvmexpress:uuid:\"odd\\name\"\x01\xc3\xa9");
+      EXPECT_EQ(f.records[1].ts[3], 0u);
+      EXPECT_EQ(f.commands, 8u);
+    }
+  }
+}
+
 TEST(ProfileRecord, Errors) {
   const std::string good = Serialize(Header("host"), {HostRec(1, 1, 1000, 10)}, false);
   struct Case {
@@ -113,6 +148,14 @@ TEST(ProfileRecord, Errors) {
               "\"cid\":1,\"slba\":1,\"nlb\":1,\"ts\":[9,2,3,4,5,6,7]}\n",
        "back in time"},
       {good + "{\"end\":true,\"records\":7,\"lost\":0}\n", "end line says 7 records"},
+      {good + "{\"role\":\"host\",\"role\":\"target\"}\n",
+       "line 3: corrupt: duplicate key \"role\""},
+      {good + "{\"end\":true,\"records\":-1,\"lost\":0}\n",
+       "line 3: corrupt: bad value for \"records\""},
+      {good + "{\"end\":true,\"records\":1.5,\"lost\":0}\n", "bad value for \"records\""},
+      {good + "{\"end\":true,\"x\":{\"y\":1}}\n", "bad value for \"x\""},
+      {good + "[1,2]\n", "line 3: corrupt: expected an object"},
+      {good + "{\"role\" \"host\"}\n", "line 3: corrupt: parse error at line 1, column 14"},
   };
   for (const auto& c : cases) {
     RecordFile f;
