@@ -567,8 +567,9 @@ def health():
 def fleet():
     d = Dashboard("nvmeof-fleet", "NVMe-oF fleet",
                   "The whole fleet from the fleet recording rules (deploy/prometheus/"
-                  "nvmeof-fleet.rules.yml): a few hundred series whatever the number of nodes, "
-                  "so it also works on a global Prometheus that federates only those. Which nodes "
+                  "nvmeof-fleet.rules.yml): per fabric, per subsystem and the worst nodes, far "
+                  "fewer series than the raw fleet, so it also works on a global Prometheus that "
+                  "federates only those. Which nodes "
                   "and subsystems to look at first; the other dashboards then show one node.",
                   ["nvmeof", "fleet"])
     d.fleet_vars()
