@@ -9,7 +9,7 @@ and template variables stay consistent. Edit this file, then run:
 
 Latency panels read native histograms and classic `_bucket` series alike (`quantile()` below;
 deploy/prometheus/nvmeof-recording.rules.yml says why the `or`). Every query uses the template variables as regular expressions (`=~"$var"`) so "All" (`.*`)
-also matches series without that label. Metric names: README.md "Metrics" and deploy/README.md.
+also matches series without that label. Metric names: docs/metrics.md and deploy/README.md.
 """
 import json
 import os

@@ -16,7 +16,7 @@ const std::vector<HookSpec>& NvmeofHooks() {
   // fentry pins the driver's module (kernel 6.0+): the host transports' hooks are released while
   // no controller uses them (ReleasableTransport), so `rmmod nvme_rdma` works after a disconnect.
   // kprobes first would not pin, but tearing them down under I/O panicked the 6.1 and 6.12 VM
-  // kernels (README "NVMe-oF stages").
+  // kernels (docs/metrics.md "NVMe-oF stages").
   static const std::vector<HookSpec> hooks = {
       // host
       {.name = "nvme_setup_cmd",

@@ -31,7 +31,7 @@ struct BpfOptions {
   std::string stage_detail = "controller";
   // Ceiling of each part's (block, nvmeof) latency histogram map in bytes: its entries are
   // this over (key + value x possible CPUs). Entries are allocated on first use, so the memory
-  // a node uses follows its series (README "Histograms and cardinality").
+  // a node uses follows its series (docs/histograms.md).
   std::uint64_t map_memory_max = 64ULL << 20;
 };
 
