@@ -62,7 +62,13 @@ class KernelRecordSource : public RecordSource {
 
   int Poll(int timeout_ms, const std::function<void(const nvmeof_record&)>& fn) override {
     fn_ = &fn;
-    const int n = ring_buffer__poll(ring_, timeout_ms);
+    // The programs wake the reader only once the ring is a quarter full (record.bpf.c emit):
+    // wait up to timeout_ms for that, then take whatever is there.
+    int n = ring_buffer__poll(ring_, timeout_ms);
+    if (n >= 0 || n == -EINTR) {
+      const int more = ring_buffer__consume(ring_);
+      n = more < 0 ? more : (n > 0 ? n : 0) + more;
+    }
     fn_ = nullptr;
     return n;
   }
