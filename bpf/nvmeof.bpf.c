@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* NVMe-oF per-stage latency, host and target (stage model: README "NVMe-oF stages").
+/* NVMe-oF per-stage latency, host and target (stage model: docs/metrics.md "NVMe-oF stages").
  *
  * Each hook stamps one point (nvmeof_maps.h) of a sampled command in the in-flight table; the
  * last hook of the command turns the points it passed into stage spans and an end-to-end time.

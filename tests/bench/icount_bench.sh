@@ -13,7 +13,7 @@
 # Knobs: ICOUNT_IOS (I/Os per run, 4000; the gate 2000), ICOUNT_PATHS, ICOUNT_RWS, ICOUNT_MODES,
 # BENCH_OUT (/tmp/nvmeof-vm/icount), BENCH_NO_FAIL=1 (report, never fail). Exit status 1 when
 # `none` is not reproducible (the two runs differ by more than 1%, 1.5% on RDMA) or when the
-# exporter's default (1 in 8) costs more than BUDGET_RATIO (1.0; the gate 1.85) times biolatency
+# exporter's default (1 in 8) costs more than BUDGET_RATIO (1.0; the gate 2.1) times biolatency
 # on NVMe-oF; 2 when the VM did not produce results.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,15 +24,19 @@ OUT=${BENCH_OUT:-/tmp/nvmeof-vm/icount}
 if [ "${ICOUNT_GATE:-0}" = 1 ]; then
   export ICOUNT_IOS=${ICOUNT_IOS:-2000} ICOUNT_PATHS=${ICOUNT_PATHS:-tcp}
   export ICOUNT_RWS=${ICOUNT_RWS:-randread} ICOUNT_MODES=${ICOUNT_MODES:-none s8 biolatency none2}
-  # The issue's budget is 1.0x biolatency and is missed today (1.7x on 6.12, tests/bench/README.md);
-  # the gate fails on a regression past 1.85x, and on `none` not reproducing.
-  BUDGET_RATIO=${BUDGET_RATIO:-1.85}
+  # The issue's budget is 1.0x biolatency and is missed today (1.7-1.8x on 6.12; none moves by
+  # up to 0.5% between the first and last run of a boot, 10% of biolatency's cost:
+  # tests/bench/README.md); the gate fails past 2.1x, and on `none` not reproducing within 1%.
+  BUDGET_RATIO=${BUDGET_RATIO:-2.1}
 fi
 export ICOUNT_IOS=${ICOUNT_IOS:-4000}
 rc=0
 for k in $KERNELS; do
   t0=$SECONDS
-  ICOUNT=1 "$HERE/../vm/run.sh" --kernel "$k" --scenario icount --exporter "$EXPORTER" \
+  # Debian's 6.1 stops bringing up a second vCPU under -icount (tests/bench/README.md): one.
+  cpus=${VM_CPUS:-2}
+  case $k in 6.1 | 6.1.*) cpus=1 ;; esac
+  ICOUNT=1 VM_CPUS=$cpus "$HERE/../vm/run.sh" --kernel "$k" --scenario icount --exporter "$EXPORTER" \
     --out "$OUT/$k" --timeout "${VM_TIMEOUT:-3000}" >"$OUT-$k.log" 2>&1 || true
   tail -n 1 "$OUT-$k.log"
   if [ ! -s "$OUT/$k/guest/icount.txt" ]; then
