@@ -45,6 +45,13 @@ for k in $KERNELS; do
     exit 2
   fi
   python3 "$HERE/icount_report.py" "$OUT/$k/guest" "${BUDGET_RATIO:-1.0}" || rc=1
+  # A mode that did not run (a tool that did not start) leaves its column empty: a failure,
+  # never a pass on fewer comparisons.
+  if [ "$(cat "$OUT/$k/guest/exit-code" 2>/dev/null)" != 0 ]; then
+    echo "icount bench: the $k guest reported failures:" >&2
+    grep '^FAIL' "$OUT/$k/guest/guest.log" >&2 || true
+    rc=1
+  fi
   echo "icount bench on $k: $((SECONDS - t0)) s"
 done
 [ "${BENCH_NO_FAIL:-0}" = 1 ] && exit 0

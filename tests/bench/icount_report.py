@@ -51,6 +51,9 @@ def main():
                     misses.append('%s %s: none not reproducible (%.0f vs %.0f, %.2f%% > %.1f%%)'
                                   % (p, rw, base, again, 100 * diff, 100 * TOLERANCE[p]))
                 base = (base + again) / 2  # the first and the last run of the boot
+            for m in ('none2', 'biolatency'):
+                if ('s8', p, rw) in lat and (m, p, rw) not in lat and p != 'null':
+                    misses.append('%s %s: no %s run to compare with' % (p, rw, m))
             bio = lat.get(('biolatency', p, rw))
             bio_cost = bio - base if bio is not None else None
             cells = []

@@ -64,17 +64,16 @@ with_exporter() { # MODE SAMPLE_EVERY
 }
 
 # A tool that runs until stopped: started, given time to load, measured, stopped with SIGINT.
-# READY: what it prints on stderr once attached, or "+N": N more BPF programs loaded (biolatency
-# prints to stdout, which is block-buffered into a file).
-progs() { bpftool prog show | grep -c '^[0-9]'; }
+# READY: what it prints on stderr once attached, or "prog:NAME": a loaded BPF program's name
+# starts with NAME (biolatency prints to stdout, which is block-buffered into a file; counting
+# programs is not enough: the previous mode's exporter's programs may still be being freed).
 with_tool() { # MODE LOG READY CMD...
-	local mode=$1 log=$2 ready=$3 pid n0
+	local mode=$1 log=$2 ready=$3 pid
 	shift 3
-	n0=$(progs)
 	"$@" >"$log" 2>&1 &
 	pid=$!
 	deadline 600
-	until case $ready in +*) [ "$(progs)" -ge $((n0 + ${ready#+})) ] ;; *) grep -q "$ready" "$log" 2>/dev/null ;; esac; do
+	until case $ready in prog:*) bpftool prog show | grep -q "name ${ready#prog:}" ;; *) grep -q "$ready" "$log" 2>/dev/null ;; esac; do
 		[ -d /proc/$pid ] || { cat "$log"; die "$mode exited at start"; }
 		before_deadline || die "$mode not ready after 600 s"
 		sleep 0.5
@@ -93,7 +92,7 @@ for mode in $MODES; do
 	s64) with_exporter s64 64 ;;
 	record) with_tool record "$R/record.log" recording \
 		$EXPORTER record --role=both -s 8 -o /tmp/icount.rec ;;
-	biolatency) with_tool biolatency "$R/biolatency.log" +2 /usr/sbin/biolatency ;;
+	biolatency) with_tool biolatency "$R/biolatency.log" prog:block_rq_comp /usr/sbin/biolatency ;;
 	stats)
 		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
 		printf 'bpf:\n  sample_every: 8\n' >/tmp/icount.yml
