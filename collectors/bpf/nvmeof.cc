@@ -1,6 +1,8 @@
 #include "collectors/bpf/nvmeof.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 
 #include "collectors/base/files.h"
 
@@ -175,6 +177,37 @@ std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::
     name += p;
   }
   return name;
+}
+
+void AddHist(nvmeof_hist* to, const nvmeof_hist& from) {
+  to->count += from.count;
+  to->sum_ns += from.sum_ns;
+  for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b) to->buckets[b] += from.buckets[b];
+}
+
+std::vector<NvmeofSeries> PathSpans(
+    const std::vector<std::pair<nvmeof_series, nvmeof_path_hists>>& entries) {
+  auto less = [](const nvmeof_series& a, const nvmeof_series& b) {
+    return std::memcmp(&a, &b, sizeof(a)) < 0;
+  };
+  std::map<nvmeof_series, nvmeof_hist, decltype(less)> spans(less);
+  for (const auto& [key, hists] : entries) {
+    int prev = -1;
+    for (int i = 0; i < NVMEOF_POINTS; ++i) {
+      if (!(key.points & (1U << i))) continue;
+      if (prev >= 0) {
+        nvmeof_series k = key;
+        k.points = 0;
+        k.from = static_cast<unsigned char>(prev);
+        k.to = static_cast<unsigned char>(i);
+        AddHist(&spans[k], hists.stage[i - 1]);
+      }
+      prev = i;
+    }
+  }
+  std::vector<NvmeofSeries> out;
+  for (const auto& [k, h] : spans) out.push_back({k, h});
+  return out;
 }
 
 std::string_view NvmeofTransportName(std::uint8_t trtype) {

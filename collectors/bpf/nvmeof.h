@@ -41,6 +41,16 @@ struct NvmeofSeries {
   nvmeof_hist hist{};  // summed over CPUs
 };
 
+// to += from (count, sum and every bucket).
+void AddHist(nvmeof_hist* to, const nvmeof_hist& from);
+
+// nv_paths entries (each summed over CPUs) as stage series: slot i - 1 of an entry is the span
+// from the previous point in its `points` to point i. Entries of different point sets that
+// share a span (an RDMA command with and without the send completion both have setup ->
+// posted) are summed into one series.
+std::vector<NvmeofSeries> PathSpans(
+    const std::vector<std::pair<nvmeof_series, nvmeof_path_hists>>& entries);
+
 struct NvmeofSnapshot {
   std::vector<NvmeofSeries> series;
   // Series id -> name: host disk address -> disk name, target subsystem address -> NQN.

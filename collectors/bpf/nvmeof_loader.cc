@@ -6,8 +6,6 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -165,16 +163,19 @@ class KernelNvmeofSource : public NvmeofSource {
                                               [&](const auto& key, const auto& percpu) {
                                                 NvmeofSeries s;
                                                 s.key = key;
-                                                for (const auto& h : percpu) {
-                                                  s.hist.count += h.count;
-                                                  s.hist.sum_ns += h.sum_ns;
-                                                  for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b)
-                                                    s.hist.buckets[b] += h.buckets[b];
-                                                }
+                                                for (const auto& h : percpu) AddHist(&s.hist, h);
                                                 out->series.push_back(s);
                                               });
     const std::size_t totals = out->series.size();
-    ReadPaths(&out->series);
+    std::vector<std::pair<nvmeof_series, nvmeof_path_hists>> paths;
+    ForEachPerCpu<nvmeof_series, nvmeof_path_hists>(
+        bpf_map__fd(maps_->maps.nv_paths), ncpus_, [&](const auto& key, const auto& percpu) {
+          auto& sum = paths.emplace_back(key, nvmeof_path_hists{}).second;
+          for (const auto& p : percpu) {
+            for (int i = 0; i < NVMEOF_POINTS - 1; ++i) AddHist(&sum.stage[i], p.stage[i]);
+          }
+        });
+    for (auto& s : PathSpans(paths)) out->series.push_back(s);
     ForEachPerCpu<nvmeof_series, std::uint64_t>(bpf_map__fd(maps_->maps.nv_commands), ncpus_,
                                                 [&](const auto& key, const auto& percpu) {
                                                   NvmeofSeries s;
@@ -184,7 +185,7 @@ class KernelNvmeofSource : public NvmeofSource {
                                                   ++commands;
                                                 });
     SetMapEntries(out->maps, "nv_hists", totals);
-    SetMapEntries(out->maps, "nv_paths", paths_entries_);
+    SetMapEntries(out->maps, "nv_paths", paths.size());
     SetMapEntries(out->maps, "nv_commands", commands);
     int nfd = bpf_map__fd(maps_->maps.nv_names);
     std::uint64_t addr = 0, next_addr = 0;
@@ -407,47 +408,8 @@ class KernelNvmeofSource : public NvmeofSource {
   std::set<std::string_view> used_;
   UniqueFd stats_fd_;
   int ncpus_;
-  std::vector<MapSize> map_sizes_;   // of maps_, fixed at load
-  std::uint64_t paths_entries_ = 0;  // nv_paths entries at the last Read
+  std::vector<MapSize> map_sizes_;  // of maps_, fixed at load
 
-  // nv_paths entries as stage series: slot i - 1 of an entry is the span from the previous
-  // point in its `points` to point i. Entries of different point sets share spans (an RDMA
-  // command with and without the send completion both have setup -> posted): summed.
-  void ReadPaths(std::vector<NvmeofSeries>* out) {
-    auto less = [](const nvmeof_series& a, const nvmeof_series& b) {
-      return std::memcmp(&a, &b, sizeof(a)) < 0;
-    };
-    std::map<nvmeof_series, nvmeof_hist, decltype(less)> spans(less);
-    paths_entries_ = 0;
-    ForEachPerCpu<nvmeof_series, nvmeof_path_hists>(
-        bpf_map__fd(maps_->maps.nv_paths), ncpus_, [&](const auto& key, const auto& percpu) {
-          ++paths_entries_;
-          int prev = -1;
-          for (int i = 0; i < NVMEOF_POINTS; ++i) {
-            if (!(key.points & (1U << i))) continue;
-            if (prev >= 0) {
-              nvmeof_series k = key;
-              k.points = 0;
-              k.from = static_cast<unsigned char>(prev);
-              k.to = static_cast<unsigned char>(i);
-              nvmeof_hist& h = spans[k];
-              for (const auto& p : percpu) {
-                const nvmeof_hist& src = p.stage[i - 1];
-                h.count += src.count;
-                h.sum_ns += src.sum_ns;
-                for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b) h.buckets[b] += src.buckets[b];
-              }
-            }
-            prev = i;
-          }
-        });
-    for (const auto& [k, h] : spans) {
-      NvmeofSeries s;
-      s.key = k;
-      s.hist = h;
-      out->push_back(s);
-    }
-  }
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_ = false;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -18,6 +19,43 @@ namespace {
 
 constexpr std::uint8_t kHost = NVMEOF_ROLE_HOST;
 constexpr std::uint8_t kTarget = NVMEOF_ROLE_TARGET;
+
+// nv_paths (one entry per set of points passed) back to (from, to) stage series: two RDMA
+// commands, one with the send completion and one without, share setup -> posted.
+TEST(BpfNvmeofPaths, PointSetsBecomeSpansAndSharedSpansAreSummed) {
+  nvmeof_series with{}, without{};
+  with.id = without.id = 7;
+  with.points = (1 << NVMEOF_HP_SETUP) | (1 << NVMEOF_HP_POSTED) | (1 << NVMEOF_HP_SENT) |
+                (1 << NVMEOF_HP_RESPONSE);
+  without.points = (1 << NVMEOF_HP_SETUP) | (1 << NVMEOF_HP_POSTED) | (1 << NVMEOF_HP_RESPONSE);
+  std::vector<std::pair<nvmeof_series, nvmeof_path_hists>> entries(2);
+  entries[0].first = with;
+  entries[1].first = without;
+  for (auto& [key, h] : entries) {
+    for (int i = 1; i < NVMEOF_POINTS; ++i) {
+      if (!(key.points & (1U << i))) continue;
+      h.stage[i - 1].count = 1;
+      h.stage[i - 1].sum_ns = 100 * static_cast<unsigned>(i);
+      h.stage[i - 1].buckets[i] = 1;
+    }
+  }
+  std::map<std::pair<int, int>, nvmeof_hist> got;
+  for (const auto& s : PathSpans(entries)) {
+    EXPECT_EQ(s.key.points, 0);
+    EXPECT_EQ(s.key.id, 7u);
+    got[{s.key.from, s.key.to}] = s.hist;
+  }
+  ASSERT_EQ(got.size(), 4u);  // setup-posted, posted-sent, sent-response, posted-response
+  EXPECT_EQ(got[std::make_pair(int(NVMEOF_HP_SETUP), int(NVMEOF_HP_POSTED))].count, 2u);
+  EXPECT_EQ(got[std::make_pair(int(NVMEOF_HP_SETUP), int(NVMEOF_HP_POSTED))].sum_ns, 400u);
+  EXPECT_EQ(
+      got[std::make_pair(int(NVMEOF_HP_SETUP), int(NVMEOF_HP_POSTED))].buckets[NVMEOF_HP_POSTED],
+      2u);
+  EXPECT_EQ(got[std::make_pair(int(NVMEOF_HP_POSTED), int(NVMEOF_HP_SENT))].count, 1u);
+  EXPECT_EQ(got[std::make_pair(int(NVMEOF_HP_SENT), int(NVMEOF_HP_RESPONSE))].count, 1u);
+  EXPECT_EQ(got[std::make_pair(int(NVMEOF_HP_POSTED), int(NVMEOF_HP_RESPONSE))].count, 1u);
+  EXPECT_EQ(got[std::make_pair(int(NVMEOF_HP_POSTED), int(NVMEOF_HP_RESPONSE))].sum_ns, 400u);
+}
 
 TEST(NvmeofStageName, ConsecutivePointsNameOneStage) {
   EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_ALLOC, NVMEOF_HP_SETUP), "block_submit");
