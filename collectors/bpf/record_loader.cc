@@ -19,8 +19,9 @@ namespace {
 
 bool TargetHook(const HookSpec& h) { return h.gate.rfind("nvmet", 0) == 0; }
 
-// The hooks of the roles asked whose gate module is loaded, with only the variants this object
-// has a program for (a hook added to the table later without a record program is left out).
+// The hooks of the roles asked whose gate module is loaded. record.bpf.c has a program for every
+// variant of NvmeofHooks() (tests/unit/bpf_programs_test.cc); one that it lacks all the same
+// (a stale build) is left out with a warning, not silently.
 std::vector<HookSpec> RecordHooks(const Paths& paths, const RecordOptions& options,
                                   const bpf_object* obj) {
   std::vector<HookSpec> out;
@@ -32,10 +33,22 @@ std::vector<HookSpec> RecordHooks(const Paths& paths, const RecordOptions& optio
     for (const auto& v : h.variants) {
       if (bpf_object__find_program_by_name(obj, std::string(v.program).c_str()))
         mine.variants.push_back(v);
+      else
+        LogWarn("record.bpf.c has no program for a hook variant; left out",
+                Kv("hook", h.name) + " " + Kv("program", v.program));
     }
     if (!mine.variants.empty()) out.push_back(std::move(mine));
   }
   return out;
+}
+
+// The plan pointed into RecordHooks()'s copies; repoint at the static table, which outlives them.
+void RepointAtTable(AttachPlan* plan) {
+  for (auto& hp : plan->hooks) {
+    for (const auto& h : NvmeofHooks()) {
+      if (h.name == hp.hook->name) hp.hook = &h;
+    }
+  }
 }
 
 Skeleton<record_bpf> OpenRecord(const std::string& btf_path, const RecordOptions& options,
@@ -174,12 +187,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
     load.plan = plan_with(true);
     skel = load_with(load.plan);
   }
-  // The plan pointed into `hooks`; repoint at the static table, which outlives this call.
-  for (auto& hp : load.plan.hooks) {
-    for (const auto& h : NvmeofHooks()) {
-      if (h.name == hp.hook->name) hp.hook = &h;
-    }
-  }
+  RepointAtTable(&load.plan);
   if (!skel) {
     load.availability = {false, "load_failed", error};
     return load;
@@ -192,13 +200,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
   }
   // Target commands end at the response-sent point only where that hook is attached.
   nvmeof_config cfg{};
-  for (const auto& h : load.plan.hooks) {
-    if (!h.chosen) continue;
-    if (h.hook->name == kHookNvmetRdmaSendDone) cfg.target_sent_hooked |= 1U << NVMEOF_TRTYPE_RDMA;
-    if (h.hook->name == kHookNvmetTcpSendResponse) {
-      cfg.target_sent_hooked |= 1U << NVMEOF_TRTYPE_TCP;
-    }
-  }
+  cfg.target_sent_hooked = TargetSentHooked(load.plan);
   std::uint32_t zero = 0;
   if (bpf_map_update_elem(bpf_map__fd(skel->maps.rec_config), &zero, &cfg, BPF_ANY) != 0) {
     load.availability = {false, "load_failed", "rec_config: " + ErrnoName(-errno)};
