@@ -4,8 +4,18 @@
 #   SKIP_VM=1 tests/run-all.sh   # host tests only (fuzzing included; SKIP_FUZZ=1 skips it;
 #                                # SANITIZE=0 skips the ASan+UBSan and TSan runs, ~11 min here;
 #                                # SKIP_SOAK=1 skips the 5-minute soak)
+#   tests/run-all.sh --quick     # development: build, unit and e2e tests only (a few minutes;
+#                                # no sanitizers, fuzzing, soak, VM suite or icount gate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --quick ]; then
+  export SANITIZE=0 SKIP_FUZZ=1 SKIP_SOAK=1 SKIP_VM=1 SKIP_ICOUNT=1
+  quick_t0=$(date +%s)
+  trap 'echo "run-all --quick: $(( $(date +%s) - quick_t0 ))s"' EXIT
+elif [ $# -gt 0 ]; then
+  echo "usage: tests/run-all.sh [--quick]" >&2
+  exit 2
+fi
 deploy/install-deps.sh --test
 # ctest in TREE, which must run every test that exists: at least the unit tests the binary lists
 # plus the e2e scripts (ctest also has a few checks of its own, e.g. metric_model).

@@ -99,6 +99,17 @@ def load():
     return vm, golden
 
 
+def stages_of(vm, stage_fam, role, transport, op):
+    """(stage, series) of the VM scrape's stage histograms of one role, transport and op."""
+    for (fam, _), series in vm.items():
+        if fam != stage_fam:
+            continue
+        for labels, s in series.items():
+            d = dict(labels)
+            if d.get("role") == role and d["transport"] == transport and d["op"] == op:
+                yield d["stage"], s
+
+
 def pick(vm, family, **want):
     """The VM series of `family` whose labels include `want` (first one)."""
     for (fam, _), series in vm.items():
@@ -130,14 +141,9 @@ def shape(vm, golden, kind, rclass):
                 ("nqn", nqn), ("hostnqn", "nqn.2014-08.org.nvmexpress:uuid:%s" % SELF),
                 ("cntlid", str(c + 1)), ("nvme_subsystem", "nvme-subsys%d" % c)], {"value": 1})
             for op in ("read", "write"):
-                for (fam, _), series in vm.items():
-                    if fam != stage_fam:
-                        continue
-                    for labels, s in series.items():
-                        d = dict(labels)
-                        if d.get("role") == "host" and d["transport"] == tr and d["op"] == op:
-                            add(stage_fam, "histogram", [("role", "host"), ("transport", tr),
-                                ("op", op), ("controller", ctrl), ("stage", d["stage"])], s)
+                for stage, s in stages_of(vm, stage_fam, "host", tr, op):
+                    add(stage_fam, "histogram", [("role", "host"), ("transport", tr),
+                        ("op", op), ("controller", ctrl), ("stage", stage)], s)
                 _, cmd = pick(vm, cmd_fam, role="host", transport=tr, op=op)
                 _, cnt = pick(vm, "nvmeof_commands_total", role="host", transport=tr, op=op)
                 for n in range(1, 9):
@@ -166,14 +172,9 @@ def shape(vm, golden, kind, rclass):
             tr = "rdma" if ss % 2 == 0 else "tcp"
             nqn = "nqn.2024-01.io.example:%s-ss%02d" % (SELF, ss)
             for op in ("read", "write"):
-                for (fam, _), series in vm.items():
-                    if fam != stage_fam:
-                        continue
-                    for labels, s in series.items():
-                        d = dict(labels)
-                        if d.get("role") == "target" and d["transport"] == tr and d["op"] == op:
-                            add(stage_fam, "histogram", [("role", "target"), ("transport", tr),
-                                ("op", op), ("nqn", nqn), ("stage", d["stage"])], s)
+                for stage, s in stages_of(vm, stage_fam, "target", tr, op):
+                    add(stage_fam, "histogram", [("role", "target"), ("transport", tr),
+                        ("op", op), ("nqn", nqn), ("stage", stage)], s)
                 _, cmd = pick(vm, cmd_fam, role="target", transport=tr, op=op)
                 _, cnt = pick(vm, "nvmeof_commands_total", role="target", transport=tr, op=op)
                 for port in ("1", "2"):
