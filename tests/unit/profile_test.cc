@@ -1,4 +1,4 @@
-// exporter/profile: the record file format and its reader's errors, the percentile math, and
+// profile/: the record file format and its reader's errors, the percentile math, and
 // the host/target join on synthetic records.
 #include <gtest/gtest.h>
 
@@ -9,10 +9,13 @@
 #include <sstream>
 
 #include "collectors/bpf/nvmeof.h"
-#include "exporter/profile/live.h"
-#include "exporter/profile/record.h"
-#include "exporter/profile/report.h"
-#include "exporter/profile/top.h"
+#include "profile/live.h"
+#include "profile/record_file.h"
+#include "profile/report_data.h"
+#include "profile/report_render.h"
+#include "profile/top_frame.h"
+#include "profile/top_render.h"
+#include "profile/commands.h"
 
 namespace nvmeof::profile {
 namespace {

@@ -1,4 +1,4 @@
-#include "exporter/profile/record.h"
+#include "profile/record_file.h"
 
 #include <nlohmann/json.hpp>
 
