@@ -37,7 +37,7 @@ TEST(ProfileJson, TopFrameReadsBack) {
   g.transport = "rdma";
   g.op = "read";
   g.size = "4KiB";
-  g.device = std::string("nvme0n1\"\\\n\xff", 12);  // quote, backslash, newline, not UTF-8
+  g.device = std::string("nvme0n1\"\\\n\xff", 11);  // quote, backslash, newline, not UTF-8
   g.commands_per_second = 1000;
   g.sampled = 125;
   g.mean = 100e-6;
@@ -50,7 +50,7 @@ TEST(ProfileJson, TopFrameReadsBack) {
   const std::string s = out.str();
   ASSERT_EQ(s.back(), '\n');
   EXPECT_EQ(s.find('\n'), s.size() - 1) << "one line per frame";
-  const auto j = nlohmann::json::parse(s);
+  const auto j = Json::parse(s);  // ordered: the key order is checked below
   EXPECT_EQ(j["interval_seconds"], 2);
   EXPECT_EQ(j["at_monotonic_seconds"], 12.5);
   ASSERT_EQ(j["groups"].size(), 1u);
