@@ -218,28 +218,33 @@ class RdmaCollector : public Collector {
     return true;
   }
 
-  // Each netdev's MTU once (rxe and siw often share one), then each RoCE port's path MTU.
+  // Each netdev's MTU once (rxe and siw often share one), then each RoCE port's path MTU. A
+  // netdev absent from class/net (another network namespace) is no data; a broken mtu file is
+  // a skipped series.
   void EmitMtus(const std::vector<BoundNetdev>& bound, MetricSink& out) {
-    std::map<std::string, std::optional<std::uint64_t>> mtus;
+    struct Mtu {
+      ReadStatus status = ReadStatus::kAbsent;
+      std::uint64_t bytes = 0;
+    };
+    std::map<std::string, Mtu> mtus;
     for (const auto& b : bound) {
-      if (mtus.count(b.netdev)) continue;
-      std::uint64_t mtu = 0;
-      const ReadStatus status = ReadNetdevMtu(options_.paths.sysfs, b.netdev, &mtu);
-      mtus[b.netdev] = status == ReadStatus::kOk ? std::optional(mtu) : std::nullopt;
-      if (status == ReadStatus::kOk) {
+      auto [it, fresh] = mtus.try_emplace(b.netdev);
+      if (!fresh) continue;
+      Mtu& m = it->second;
+      m.status = ReadNetdevMtu(options_.paths.sysfs, b.netdev, &m.bytes);
+      if (m.status == ReadStatus::kOk) {
         out.Gauge("nvmeof_rdma_netdev_mtu_bytes",
                   "MTU of a netdev an RDMA port is bound to (sysfs class/net/<netdev>/mtu).",
-                  {{"netdev", b.netdev}}, static_cast<double>(mtu));
-      } else if (status == ReadStatus::kFailed) {
+                  {{"netdev", b.netdev}}, static_cast<double>(m.bytes));
+      } else if (m.status == ReadStatus::kFailed) {
         out.Skip();
       }
     }
     for (const auto& b : bound) {
       if (!b.roce) continue;
-      const auto& mtu = mtus[b.netdev];
-      if (!mtu) {
-        // Absent (another network namespace) is no data; a broken mtu file is a skip.
-        if (IsDir(options_.paths.sysfs + "/class/net/" + b.netdev)) out.Skip();
+      const Mtu& m = mtus.at(b.netdev);
+      if (m.status != ReadStatus::kOk) {
+        if (m.status == ReadStatus::kFailed) out.Skip();
         continue;
       }
       out.Gauge("nvmeof_rdma_roce_path_mtu_bytes",
@@ -247,7 +252,7 @@ class RdmaCollector : public Collector {
                 "IB MTU (256-4096) within the netdev MTU less 96 bytes of RoCEv2 headers "
                 "(kernel iboe_get_mtu); 0 when none fits and connects fail.",
                 {{"rdma_device", b.device}, {"rdma_port", b.port}, {"netdev", b.netdev}},
-                static_cast<double>(RocePathMtu(*mtu)));
+                static_cast<double>(RocePathMtu(m.bytes)));
     }
   }
 
