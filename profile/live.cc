@@ -80,6 +80,7 @@ Record FromKernel(const nvmeof_record& k, std::uint64_t* dropped) {
   r.cid = k.cid;
   r.cntlid = k.cntlid;
   r.subsys = std::string(k.nqn, strnlen(k.nqn, sizeof k.nqn));
+  r.hostnqn = std::string(k.hostnqn, strnlen(k.hostnqn, sizeof k.hostnqn));
   r.device = std::string(k.disk, strnlen(k.disk, sizeof k.disk));
   r.slba = k.slba;
   r.nlb = k.nlb;

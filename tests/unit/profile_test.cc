@@ -537,6 +537,7 @@ nvmeof_record KernelHostRecord(std::uint16_t cid, std::uint64_t t) {
   k.nlb = 7;
   std::snprintf(k.disk, sizeof k.disk, "nvme0c0n1");
   std::snprintf(k.nqn, sizeof k.nqn, "nqn.t");
+  std::snprintf(k.hostnqn, sizeof k.hostnqn, "nqn.h");
   // alloc, setup +1us, posted +2us, (sent), response +12us, complete +13us, end +14us
   const std::uint64_t ts[NVMEOF_HP_COUNT] = {t,         t + 1000,  t + 2000, 0,
                                              t + 12000, t + 13000, t + 14000};
@@ -558,6 +559,7 @@ TEST(ProfileLive, FromKernelRecord) {
   EXPECT_EQ(r.cntlid, 7u);
   EXPECT_EQ(r.device, "nvme0c0n1");
   EXPECT_EQ(r.subsys, "nqn.t");
+  EXPECT_EQ(r.hostnqn, "nqn.h");
   ASSERT_EQ(r.ts.size(), size_t{NVMEOF_HP_COUNT});
   EXPECT_EQ(r.ts[NVMEOF_HP_SENT], 0u);
   // What record writes, report reads.
