@@ -435,7 +435,9 @@ def check_names(directory, rules, sources):
                   "counter, not in these sources yet")
     problems = [f"{n} (used in {where}) is not emitted by the exporter's sources"
                 for n, where in missing if n not in PENDING_LIFECYCLE]
+    pending = len(missing) - len(problems)
     print(f"ok: {len(used)} metric names used, all emitted by the exporter's sources"
+          + (f" but {pending} pending (issue 22 lifecycle)" if pending else "")
           if not problems else "metric names:")
     return fail_list(problems)
 
