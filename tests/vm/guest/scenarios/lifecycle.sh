@@ -7,9 +7,8 @@
 #   hosts     three host NQNs connect to the subsystem (one I/O queue each): two keep their
 #             name in nvmeof_target_controllers, the third folds into "other";
 #   io        a 2000-I/O fio run: no lifecycle program runs (bpftool run counts, stats on);
-#   path      the port loses the subsystem link and gets it back: every controller goes
-#             live -> resetting -> connecting -> live once, and its failed reconnects are
-#             counted on the host and, as invalid_subsystem Connects, on the target;
+#   path      the port loses the subsystem link (nvmet disables it) and gets it back: every
+#             controller goes live -> resetting -> connecting -> live once;
 #   kato      veth0 (the address both sides use) goes down for longer than the 5 s kato: the
 #             target expires each controller's keep-alive, the hosts' keep-alive commands fail
 #             (6.12: nvme_keep_alive_end_io; 6.1 inlines it) and they reconnect;
@@ -66,26 +65,42 @@ ip link add veth0 type veth peer name veth1 || die "veth"
 ip addr add $IP/24 dev veth0
 ip link set veth0 up && ip link set veth1 up
 setup_target tcp 2 4421 $NQN /dev/nullb1 || die "nvmet setup"
-# The second subsystem admits one host only.
-S2=$CFG/subsystems/$NQN2
+# The second subsystem admits one host only; on a port of its own (3, 4422), so that port 2
+# has one subsystem and is disabled when it loses it (the path fault below).
+S2=$CFG/subsystems/$NQN2 P3=$CFG/ports/3
 mkdir "$S2" && echo 0 >"$S2/attr_allow_any_host" && mkdir "$CFG/hosts/${H}1" &&
-	ln -s "$CFG/hosts/${H}1" "$S2/allowed_hosts/${H}1" && ln -s "$S2" "$CFG/ports/2/subsystems/$NQN2" ||
-	die "second subsystem"
+	ln -s "$CFG/hosts/${H}1" "$S2/allowed_hosts/${H}1" && mkdir "$P3" && echo tcp >"$P3/addr_trtype" &&
+	echo ipv4 >"$P3/addr_adrfam" && echo $IP >"$P3/addr_traddr" && echo 4422 >"$P3/addr_trsvcid" &&
+	ln -s "$S2" "$P3/subsystems/$NQN2" || die "second subsystem"
 # 8 entry + 6 return hooks of nvme_core, nvme_fabrics and nvmet (keep-alive end_io aside).
 wait_lc 14 120 after-modprobe || die "lifecycle hooks"
 phase_scrape start
 
 try_connect no-subsystem 4421 $NQN_NONE 1
-try_connect bad-host 4421 $NQN2 9
+try_connect bad-host 4422 $NQN2 9
 try_connect no-listener 4499 $NQN 1
 phase_scrape fail
 
+# connect_host I: host I connects, written to /dev/nvme-fabrics as nvme-cli would (nvme-cli
+# refuses a second controller to one address: "already connected"). Sets CTRL.
+connect_host() {
+	local before c
+	before=$(echo /sys/class/nvme/nvme*)
+	printf 'nqn=%s,transport=tcp,traddr=%s,trsvcid=4421,hostnqn=%s,hostid=%s,nr_io_queues=1,reconnect_delay=1,ctrl_loss_tmo=120' \
+		$NQN $IP "${H}$1" "$(hostid "$1")" >/dev/nvme-fabrics || return 1
+	CTRL=
+	for c in /sys/class/nvme/nvme*; do
+		case " $before " in *" $c "*) ;; *) CTRL=${c##*/} ;; esac
+	done
+	[ -n "$CTRL" ] && wait_state live 30
+}
 for i in 1 2 3; do
-	connect tcp 4421 $NQN --hostnqn="${H}$i" --hostid="$(hostid $i)" --nr-io-queues=1 --reconnect-delay=1 \
-		--ctrl-loss-tmo=120 || die "connect host $i"
-	eval "CTRL$i=\$CTRL DEV$i=\$DEV"
+	connect_host $i || die "connect host $i"
+	eval "CTRL$i=\$CTRL"
 	conf "CTRL$i" "$CTRL"
 done
+# Multipath: one namespace disk for the three controllers.
+DEV1=$(ls /dev/nvme*n1 | head -1)
 phase_scrape hosts
 
 fio --name=io --filename="$DEV1" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
@@ -96,6 +111,9 @@ phase_scrape io
 all_live() { # SECONDS
 	for CTRL in $CTRL1 $CTRL2 $CTRL3; do wait_state live "$1" || return 1; done
 }
+# The port loses its only subsystem, so nvmet disables it: the hosts' reconnects find no
+# listener and go on (a Connect refused with DNR, as with another subsystem left on the port,
+# would make 6.10+ hosts delete the controller instead).
 LINK=$CFG/ports/2/subsystems/$NQN
 rm "$LINK" || fail "remove $LINK"
 for CTRL in $CTRL1 $CTRL2 $CTRL3; do wait_state '!live' 30; done
