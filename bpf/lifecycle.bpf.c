@@ -79,7 +79,7 @@ struct ib_device___lc {
 
 struct rdma_cm_id___lc {
   struct ib_device___lc* device;
-  __u32 port_num; /* u8 before 5.12 ("RDMA: Support more than 255 rdma ports"): CO-RE sizes it */
+  __u32 port_num; /* u32 since 5.12 ("RDMA: Support more than 255 rdma ports"), u8 before */
 } __attribute__((preserve_access_index));
 
 struct rdma_id_private___lc {
@@ -224,7 +224,8 @@ static __always_inline void on_cm_event(void* id_priv, void* event) {
   if (!k || !idp || !ev) return;
   k->a = (__u32)BPF_CORE_READ(ev, event);
   k->b = BPF_CORE_READ(ev, status);
-  k->c = (__u32)BPF_CORE_READ(idp, id.port_num);
+  /* Read with the field's own size, whichever it is here. */
+  k->c = (__u32)BPF_CORE_READ_BITFIELD_PROBED(&idp->id, port_num);
   dev = BPF_CORE_READ(idp, id.device);
   if (dev) bpf_core_read_str(k->name, sizeof(dev->name), &dev->name);
   count(k);
@@ -393,6 +394,7 @@ static __always_inline void on_alloc_exit(long ret) {
   if (bpf_probe_read_kernel(&ctrl, sizeof(ctrl), (void*)s->ptr) != 0 || !ctrl) return;
   if (!(sc = scratch())) return;
   __builtin_memset(&sc->ctrl, 0, sizeof(sc->ctrl));
+  sc->ctrl.created_ns = bpf_ktime_get_ns();
   read_subsys_nqn(sc->ctrl.nqn, ctrl);
   bpf_core_read_str(sc->ctrl.hostnqn, sizeof(sc->ctrl.hostnqn), &ctrl->hostnqn);
   id = (__u64)ctrl;

@@ -50,6 +50,8 @@ struct nvmeof_lc_key {
 
 /* A target controller connected now (lc_ctrls, keyed by its struct nvmet_ctrl address). */
 struct nvmeof_lc_ctrl {
+  unsigned long long created_ns; /* bpf_ktime_get_ns() at allocation: host NQNs keep their
+                                    names in the order their first controllers came */
   char nqn[NVMEOF_LC_NQN_SIZE];
   char hostnqn[NVMEOF_LC_NQN_SIZE];
 };

@@ -1,5 +1,6 @@
 #include "collectors/bpf/lifecycle.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -314,8 +315,14 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
   for (const auto& [key, v] : sums) {
     out.Counter(key.first, kHelp.at(key.first), key.second, static_cast<double>(v));
   }
+  // Oldest first: the host NQNs that keep their name are those of the first controllers.
+  std::vector<const nvmeof_lc_ctrl*> by_age;
+  for (const auto& c : snap.ctrls) by_age.push_back(&c);
+  std::stable_sort(by_age.begin(), by_age.end(),
+                   [](const auto* a, const auto* b) { return a->created_ns < b->created_ns; });
   std::map<Labels, std::uint64_t> ctrls;
-  for (const auto& c : snap.ctrls) {
+  for (const auto* cp : by_age) {
+    const auto& c = *cp;
     std::string hostnqn(CString(c.hostnqn, sizeof(c.hostnqn)));
     ++ctrls[{{"nqn", nqn_label(CString(c.nqn, sizeof(c.nqn)))},
              {"hostnqn", folder.Label(hostnqn)}}];

@@ -113,8 +113,10 @@ TEST(BpfLifecycleEmit, EveryFamilyWithBoundedLabels) {
   };
   nvmeof_lc_ctrl c{};
   std::strcpy(c.nqn, "nqn.s1");
-  for (const char* h : {"h1", "h2", "h3", "h1"}) {
+  // In map order, not age order: h1's controller is the oldest, so h1 keeps its name.
+  for (auto [h, t] : {std::pair{"h3", 30}, {"h2", 20}, {"h1", 10}, {"h1", 40}}) {
     std::strcpy(c.hostnqn, h);
+    c.created_ns = t;
     snap.ctrls.push_back(c);
   }
   snap.lost[NVMEOF_LC_LOST_COUNTS] = 7;
