@@ -5,6 +5,10 @@ scrapes taken after each of its phases (metrics-<phase>.prom):
           host does not see which parameter), the refused host (invalid_host) and the port with
           no listener (ECONNREFUSED); target: an admin Connect invalid_subsystem (nqn "other":
           no such subsystem here) and one invalid_host for the closed subsystem;
+  rdma    over rxe: the connect to an RDMA port with no listener is one CM rejected (or
+          unreachable) and one host connect failure; a connect is 4 established (admin and I/O
+          queue, host and target side, rxe0 port 1), 2 connect requests and 2 target Connects;
+          its disconnect 4 disconnected;
   hosts   per controller new -> connecting and connecting -> live once; target: 3 admin and 3 I/O
           Connects succeeded; nvmeof_target_controllers 1 for the first two host NQNs and 1 for
           "other" (limit 2), hostnqn_folded_total 1;
@@ -41,15 +45,16 @@ class LifecycleChecks:
         except (OSError, ValueError) as e:
             self.check(False, 'bpftool prog show at %s' % phase, str(e))
             return None
-        return sum(p.get('run_cnt', 0) for p in progs if p.get('name', '').startswith(LC_PROGRAM_PREFIX))
+        return {p['name']: p.get('run_cnt', 0) for p in progs if p.get('name', '').startswith(LC_PROGRAM_PREFIX)}
 
     def scenario_lifecycle(self):
         e = self.env
         nqn, ip = e['NQN'], e['TRADDR']
         hosts = e['HOSTS'].split()
         ctrls = [e['CTRL1'], e['CTRL2'], e['CTRL3']]
-        m = {p: self.metrics(p) for p in ('before-modules', 'start', 'fail', 'hosts', 'io', 'path',
-                                           'kato', 'rmmod', 'reload')}
+        m = {p: self.metrics(p) for p in ('before-modules', 'start', 'fail', 'rdma-start', 'rdma-fail',
+                                           'rdma-connected', 'rdma', 'hosts', 'io', 'path', 'kato', 'rmmod',
+                                           'reload')}
         for p, s in m.items():
             self.collectors_ok(s, p) if p not in ('before-modules', 'rmmod', 'reload') else None
         cf, tc = 'nvmeof_controller_connect_failures_total', 'nvmeof_target_connects_total'
@@ -68,14 +73,32 @@ class LifecycleChecks:
         self.lc_expect(d('start', 'fail', tc, nqn=e['NQN2'], queue='admin', result='invalid_host'), 1,
                        'fail: target Connect invalid_host')
         self.lc_expect(d('start', 'fail', tc), 2, 'fail: 2 target Connects in all')
+        # rdma: the CM handshake over rxe
+        cm = 'nvmeof_rdma_cm_events_total'
+        self.lc_expect(d('rdma-start', 'rdma-fail', cm, event='rejected') +
+                       d('rdma-start', 'rdma-fail', cm, event='unreachable'), 1,
+                       'rdma-fail: the CM rejected (or found unreachable) the connect to no listener')
+        print('     rdma-fail CM events: %s' % ', '.join(
+            '%s/%s %g' % (lab['event'], lab['status'], v - self.lc_counts(m['rdma-start'], cm, **lab))
+            for n, lab, v in m['rdma-fail'] if n == cm and v != self.lc_counts(m['rdma-start'], cm, **lab)))
+        self.lc_expect(d('rdma-start', 'rdma-fail', cf, transport='rdma', traddr=ip, trsvcid=4498), 1,
+                       'rdma-fail: host connect failure')
+        self.lc_expect(d('rdma-fail', 'rdma-connected', cm, event='established', status='ok', rdma_device='rxe0',
+                         rdma_port=1), 4, 'rdma-connected: established on rxe0 port 1 (2 queues x host and target)')
+        self.lc_expect(d('rdma-fail', 'rdma-connected', cm, event='connect_request', status='ok'), 2,
+                       'rdma-connected: connect requests at the target')
+        self.lc_expect(d('rdma-fail', 'rdma-connected', tc, nqn=nqn, result='success'), 2,
+                       'rdma-connected: target Connects (admin + io)')
+        self.lc_expect(d('rdma-connected', 'rdma', cm, event='disconnected'), 4,
+                       'rdma: disconnected (2 queues x host and target)')
         # hosts
         for c in ctrls:
-            self.lc_expect(d('fail', 'hosts', st, controller=c, **{'from': 'new', 'to': 'connecting'}), 1,
+            self.lc_expect(d('rdma', 'hosts', st, controller=c, **{'from': 'new', 'to': 'connecting'}), 1,
                            'hosts: %s new -> connecting' % c)
-            self.lc_expect(d('fail', 'hosts', st, controller=c, **{'from': 'connecting', 'to': 'live'}), 1,
+            self.lc_expect(d('rdma', 'hosts', st, controller=c, **{'from': 'connecting', 'to': 'live'}), 1,
                            'hosts: %s connecting -> live' % c)
-        self.lc_expect(d('fail', 'hosts', tc, nqn=nqn, queue='admin', result='success'), 3, 'hosts: admin Connects')
-        self.lc_expect(d('fail', 'hosts', tc, nqn=nqn, queue='io', result='success'), 3, 'hosts: I/O Connects')
+        self.lc_expect(d('rdma', 'hosts', tc, nqn=nqn, queue='admin', result='success'), 3, 'hosts: admin Connects')
+        self.lc_expect(d('rdma', 'hosts', tc, nqn=nqn, queue='io', result='success'), 3, 'hosts: I/O Connects')
         gauge = 'nvmeof_target_controllers'
         for h in hosts[:2]:
             self.lc_expect(self.lc_counts(m['hosts'], gauge, nqn=nqn, hostnqn=h), 1, 'hosts: controllers of %s' % h)
@@ -87,8 +110,9 @@ class LifecycleChecks:
         # io
         before, after = self.lc_runs('hosts'), self.lc_runs('io')
         if before is not None and after is not None:
-            self.check(after - before < 40, 'io: lifecycle programs ran %d times during 2000 I/Os (< 2%%)'
-                       % (after - before))
+            ran = {n: c - before.get(n, 0) for n, c in after.items() if c != before.get(n, 0)}
+            self.check(sum(ran.values()) < 40, 'io: lifecycle programs ran %d times during 2000 I/Os (< 2%%): %s'
+                       % (sum(ran.values()), ', '.join('%s %d' % kv for kv in sorted(ran.items())) or 'none'))
         # path and kato: one full cycle per controller each
         for a, b in (('io', 'path'), ('path', 'kato')):
             for c in ctrls:
@@ -119,5 +143,5 @@ class LifecycleChecks:
                        'reload: %s hook attached again' % fabrics)
         self.lc_expect(self.lc_counts(m['reload'], cf, transport='tcp', traddr=ip, trsvcid=4499,
                                       error='ECONNREFUSED'), 2, 'reload: no-listener failures 1 -> 2')
-        self.check(e.get('RMMOD') == 'ok', 'rmmod nvme_tcp nvme_fabrics with the exporter running')
+        self.check(e.get('RMMOD') == 'ok', 'rmmod nvme_tcp nvme_rdma nvme_fabrics with the exporter running')
         self.exporter_alive()

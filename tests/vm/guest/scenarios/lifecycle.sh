@@ -4,6 +4,8 @@
 #             bpf.enable_stats on); the modules load and the lifecycle hooks attach late;
 #   fail      three failed `nvme connect`: a subsystem that does not exist, a host not in the
 #             allowed hosts of a second subsystem, and a port with no listener;
+#   rdma      over rxe: a connect to an RDMA port with no listener is rejected by the CM; a
+#             connect and disconnect counts each queue's CM handshake on both sides;
 #   hosts     three host NQNs connect to the subsystem (one I/O queue each): two keep their
 #             name in nvmeof_target_controllers, the third folds into "other";
 #   io        a 2000-I/O fio run: no lifecycle program runs (bpftool run counts, stats on);
@@ -12,7 +14,7 @@
 #   kato      the address both sides use goes away for longer than the 5 s kato: the
 #             target expires each controller's keep-alive, the hosts' keep-alive commands fail
 #             (6.12: nvme_keep_alive_end_io; 6.1 inlines it) and they reconnect;
-#   rmmod     after `nvme disconnect-all`, nvme_tcp and nvme_fabrics unload with the exporter
+#   rmmod     after `nvme disconnect-all`, nvme_tcp, nvme_rdma and nvme_fabrics unload with the exporter
 #             running (kprobes do not pin them), their hooks leave hook_attached, and come back
 #             on modprobe: a failed connect after it is counted on top of the earlier ones.
 . /opt/vm/lib.sh
@@ -44,8 +46,8 @@ wait_lc() { # N SECONDS WHAT
 }
 # Host i: hostnqn ${H}i, hostid ...i (kernels refuse one hostid under two host NQNs).
 hostid() { echo "00000000-0000-0000-0000-00000000000$1"; }
-try_connect() { # NAME SVCID NQN HOST: a connect that must fail
-	if nvme connect -t tcp -a $IP -s "$2" -n "$3" --hostnqn="${H}$4" --hostid="$(hostid "$4")" \
+try_connect() { # NAME SVCID NQN HOST [TRANSPORT]: a connect that must fail
+	if nvme connect -t "${5:-tcp}" -a $IP -s "$2" -n "$3" --hostnqn="${H}$4" --hostid="$(hostid "$4")" \
 		>"$R/connect-$1.txt" 2>&1; then
 		fail "connect $1 succeeded"
 	fi
@@ -80,6 +82,43 @@ try_connect no-subsystem 4421 $NQN_NONE 1
 try_connect bad-host 4422 $NQN2 9
 try_connect no-listener 4499 $NQN 1
 phase_scrape fail
+
+# ---- the RDMA-CM handshake over rxe (soft-RoCE on veth0) ----
+for m in rdma_rxe nvmet_rdma nvme_rdma; do modprobe $m || fail "modprobe $m"; done
+rdma link add rxe0 type rxe netdev veth0 || die "rdma link add rxe0"
+deadline 20
+until grep -qs ACTIVE /sys/class/infiniband/rxe0/ports/1/state; do
+	before_deadline || die "rxe0 not ACTIVE"
+	sleep 0.2
+done
+P1=$CFG/ports/1
+mkdir "$P1" && echo rdma >"$P1/addr_trtype" && echo ipv4 >"$P1/addr_adrfam" &&
+	echo $IP >"$P1/addr_traddr" && echo 4420 >"$P1/addr_trsvcid" &&
+	ln -s "$CFG/subsystems/$NQN" "$P1/subsystems/$NQN" || die "nvmet rdma port"
+deadline 120
+until timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
+	grep -q '^nvmeof_exporter_bpf_hook_attached{hook="rdma_cm_event_handler".*} 1$'; do
+	before_deadline || die "rdma_cm_event_handler not attached"
+	sleep 1
+done
+phase_scrape rdma-start
+try_connect rdma-no-listener 4498 $NQN 1 rdma
+phase_scrape rdma-fail
+before=$(echo /sys/class/nvme/nvme*)
+printf 'nqn=%s,transport=rdma,traddr=%s,trsvcid=4420,hostnqn=%s,hostid=%s,nr_io_queues=1' \
+	$NQN $IP "${H}1" "$(hostid 1)" >/dev/nvme-fabrics || die "rdma connect"
+CTRL=
+for c in /sys/class/nvme/nvme*; do
+	case " $before " in *" $c "*) ;; *) CTRL=${c##*/} ;; esac
+done
+[ -n "$CTRL" ] && wait_state live 30 || die "rdma controller"
+conf RDMA_CTRL "$CTRL"
+phase_scrape rdma-connected
+echo 1 >/sys/class/nvme/$CTRL/delete_controller
+wait_state gone 30
+rm "$P1/subsystems/$NQN" # port 1 disabled: the rest is NVMe/TCP
+sleep 2
+phase_scrape rdma
 
 # connect_host I: host I connects, written to /dev/nvme-fabrics as nvme-cli would (nvme-cli
 # refuses a second controller to one address: "already connected"). Sets CTRL.
@@ -141,7 +180,7 @@ while ls /sys/class/nvme/ 2>/dev/null | grep -q nvme; do
 	sleep 0.5
 done
 sleep 3 # the stage collector releases its nvme_tcp hooks within its 2 s poll
-if rmmod nvme_tcp nvme_fabrics 2>"$R/rmmod.txt"; then conf RMMOD ok; else fail "rmmod nvme_tcp nvme_fabrics: $(cat "$R/rmmod.txt")"; fi
+if rmmod nvme_tcp nvme_rdma nvme_fabrics 2>"$R/rmmod.txt"; then conf RMMOD ok; else fail "rmmod nvme_tcp nvme_rdma nvme_fabrics: $(cat "$R/rmmod.txt")"; fi
 sleep 4
 phase_scrape rmmod
 modprobe nvme_tcp || fail "modprobe nvme_tcp again"
