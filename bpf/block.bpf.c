@@ -17,6 +17,7 @@
 
 #include "block_maps.h"
 #include "core_shims.h"
+#include "count_cache.bpf.h"
 #include "hist.h"
 #include "nvmeof_common.bpf.h"
 
@@ -41,6 +42,15 @@ struct {
   __type(key, struct nvmeof_block_key);
   __type(value, struct nvmeof_block_hist);
 } block_hists SEC(".maps");
+
+/* Exact request counts, first stop: a slot per (disk, op) (count_cache.h); the `requests` of
+ * block_hists takes the keys whose slot another owns. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, NVMEOF_COUNT_SLOTS);
+  __type(key, __u32);
+  __type(value, struct nvmeof_count_slot);
+} count_slots SEC(".maps");
 
 /* A zeroed value to insert from: too large for the 512-byte BPF stack. */
 struct {
@@ -127,8 +137,9 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
 static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool direct) {
   struct nvmeof_block_key k = {};
   struct nvmeof_block_hist* h;
-  __u64 now, start, issue = 0, id;
+  __u64 now, start, issue = 0, id, kw, *c;
   __u32 zero = 0;
+  bool sampled_rq;
   int i;
 
   /* Partial completions come first with nr_bytes < the bytes left; count the final one. */
@@ -136,6 +147,12 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
 
   k.dev = nvmeof_rq_devt(rq, direct);
   k.op = nvmeof_rq_op(rq, direct);
+  kw = nvmeof_block_key_word(&k);
+  c = count_slot(&count_slots, &kw, 1);
+  if (c) *c += 1;
+  id = request_id(rq, direct);
+  sampled_rq = id && sampled(rq, id, direct);
+  if (c && !sampled_rq) return;
   h = bpf_map_lookup_elem(&block_hists, &k);
   if (!h) {
     struct nvmeof_block_hist* z = bpf_map_lookup_elem(&zero_hist, &zero);
@@ -147,9 +164,8 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
       return;
     }
   }
-  h->requests += 1;
-  id = request_id(rq, direct);
-  if (!id || !sampled(rq, id, direct)) return;
+  if (!c) h->requests += 1;
+  if (!sampled_rq) return;
   now = bpf_ktime_get_ns();
   start = NVMEOF_READ(direct, rq, start_time_ns);
 

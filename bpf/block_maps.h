@@ -34,6 +34,11 @@ struct nvmeof_block_key {
   unsigned int op;  /* enum nvmeof_block_op */
 };
 
+/* The key as one word, for its count slot (count_cache.h): dev low, op high. */
+static inline unsigned long long nvmeof_block_key_word(const struct nvmeof_block_key* k) {
+  return (unsigned long long)k->op << 32 | k->dev;
+}
+
 struct nvmeof_block_hist {
   unsigned long long requests; /* every completed request, sampled or not */
   unsigned long long count[NVMEOF_STAGE_COUNT];

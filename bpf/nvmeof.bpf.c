@@ -28,6 +28,7 @@
 
 #include "block_maps.h"
 #include "core_shims.h"
+#include "count_cache.bpf.h"
 #include "hist.h"
 #include "nvmeof_common.bpf.h"
 #include "nvmeof_maps.h"
@@ -73,6 +74,15 @@ struct {
   __type(key, struct nvmeof_series);
   __type(value, __u64);
 } nv_commands SEC(".maps");
+
+/* Exact command counts, first stop: a slot per series (count_cache.h); nv_commands takes the
+ * series whose slot another owns. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, NVMEOF_COUNT_SLOTS);
+  __type(key, __u32);
+  __type(value, struct nvmeof_count_slot);
+} nv_count_slots SEC(".maps");
 
 /* Host disk (gendisk address) -> its controller's instance (nvme<N>) + 1, for stage spans at
  * controller detail (0: not an nvme disk name). Parsed from the name at its first sampled
@@ -245,18 +255,20 @@ static __always_inline void count_command(struct nvmeof_series* base, __u64 name
   struct nvmeof_hist* z;
   __u32 zero = 0;
   k.kind = NVMEOF_KIND_COMMANDS;
-  c = bpf_map_lookup_elem(&nv_commands, &k);
+  c = count_slot(&nv_count_slots, (const __u64*)&k, sizeof(k) / 8);
+  if (!c) c = bpf_map_lookup_elem(&nv_commands, &k);
   if (c) {
     *c += 1;
-    return;
+    if (*c > 1) return; /* a slot's first command names its series too */
+  } else {
+    bpf_map_update_elem(&nv_commands, &k, &zero64, BPF_NOEXIST);
+    c = bpf_map_lookup_elem(&nv_commands, &k);
+    if (!c) {
+      count_event(NVMEOF_NCTR_MAP_FULL);
+      return;
+    }
+    *c += 1;
   }
-  bpf_map_update_elem(&nv_commands, &k, &zero64, BPF_NOEXIST);
-  c = bpf_map_lookup_elem(&nv_commands, &k);
-  if (!c) {
-    count_event(NVMEOF_NCTR_MAP_FULL);
-    return;
-  }
-  *c += 1;
   if (!name) return;
   /* First command of this series: remember the name behind its id for the labels. */
   if (name_at && bpf_probe_read_kernel(&name, sizeof(name), (void*)name)) return;

@@ -25,6 +25,7 @@
 
 #include "block_maps.h"
 #include "core_shims.h"
+#include "count_cache.bpf.h"
 #include "nvmeof_common.bpf.h"
 #include "nvmeof_maps.h"
 #include "record.h"
@@ -36,9 +37,14 @@ const volatile __u32 sample_every = 1; /* record 1 in N commands (deterministic,
 /* Module types this object reads beyond core_shims.h's (nvme-core, nvme-fabrics, nvmet). Field
  * names as in Debian 6.1 and 6.12; CO-RE finds their offsets in the module BTF at load. */
 struct nvme_ctrl___rec;
+struct nvmf_host___rec {
+  char nqn[NVMEOF_NQN_SIZE]; /* NVMF_NQN_SIZE; only its offset is used */
+} __attribute__((preserve_access_index));
+
 struct nvmf_ctrl_options___rec {
   char* transport; /* "rdma", "tcp", "fc", "loop" */
   char* subsysnqn;
+  struct nvmf_host___rec* host; /* the host NQN this controller connected with */
 } __attribute__((preserve_access_index));
 
 struct nvme_ctrl___rec {
@@ -54,6 +60,7 @@ struct nvme_request___rec {
 
 struct nvmet_ctrl___rec {
   unsigned short cntlid;
+  char hostnqn[NVMEOF_NQN_SIZE]; /* NVMF_NQN_FIELD_LEN; only its offset is used */
 } __attribute__((preserve_access_index));
 
 struct nvmet_sq___rec {
@@ -64,8 +71,9 @@ struct nvmet_sq___rec {
 struct rec_inflight {
   __u64 ts[NVMEOF_POINTS];
   __u64 slba;
-  __u64 disk; /* host: gendisk address (for its name) */
-  __u64 nqn;  /* address of the subsystem NQN string */
+  __u64 disk;    /* host: gendisk address (for its name) */
+  __u64 nqn;     /* address of the subsystem NQN string */
+  __u64 hostnqn; /* address of the host NQN string */
   __u32 bytes;
   __u16 nlb, qid, cid, cntlid;
   __u8 role, opcode, trtype;
@@ -89,6 +97,15 @@ struct {
   __type(key, struct nvmeof_record_group);
   __type(value, __u64);
 } rec_groups SEC(".maps");
+
+/* Exact group counts, first stop: a slot per group (count_cache.h); rec_groups takes the groups
+ * whose slot another owns. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, NVMEOF_COUNT_SLOTS);
+  __type(key, __u32);
+  __type(value, struct nvmeof_count_slot);
+} rec_group_slots SEC(".maps");
 
 /* Group id -> name (host disk name, target subsystem NQN), written on the group's first command. */
 struct {
@@ -144,16 +161,18 @@ static __always_inline bool sampled(const struct nvmeof_wire* w) {
 
 /* Every command, exactly, per group; the group's name is kept on its first command. */
 static __always_inline void count_group(struct nvmeof_record_group* k, __u64 name) {
-  __u64* c = bpf_map_lookup_elem(&rec_groups, k);
+  __u64* c = count_slot(&rec_group_slots, (const __u64*)k, sizeof(*k) / 8);
   __u64 one = 1;
   __u32 zero = 0;
   count_event(k->role == NVMEOF_ROLE_HOST ? NVMEOF_RCTR_HOST_COMMANDS
                                           : NVMEOF_RCTR_TARGET_COMMANDS);
+  if (!c) c = bpf_map_lookup_elem(&rec_groups, k);
   if (c) {
     *c += 1;
-    return;
+    if (*c > 1) return; /* a slot's first command names its group too */
+  } else {
+    bpf_map_update_elem(&rec_groups, k, &one, BPF_NOEXIST);
   }
-  bpf_map_update_elem(&rec_groups, k, &one, BPF_NOEXIST);
   if (name && !bpf_map_lookup_elem(&rec_names, &k->id)) {
     struct rec_zero_name* z = bpf_map_lookup_elem(&rec_zero, &zero);
     char* dst;
@@ -225,6 +244,8 @@ static __always_inline void emit(struct rec_inflight* e) {
                               (void*)(e->disk + bpf_core_field_offset(struct gendisk, disk_name)));
   }
   if (e->nqn) bpf_probe_read_kernel_str(r->nqn, sizeof(r->nqn), (void*)e->nqn);
+  r->hostnqn[0] = 0;
+  if (e->hostnqn) bpf_probe_read_kernel_str(r->hostnqn, sizeof(r->hostnqn), (void*)e->hostnqn);
   /* No wakeup per record (at QD1 every record would wake the reader, which polls every 100
    * ms anyway: an IPI and two context switches per record, more than all the programs);
    * a quarter-full ring wakes it at once. */
@@ -293,7 +314,7 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   struct rec_inflight* e;
   struct blk_mq_hw_ctx* hctx;
   struct nvmeof_wire w = {};
-  __u64 disk = rq_disk(rq), id;
+  __u64 disk = rq_disk(rq), id, host;
   if (!disk) return;
   id = as_id(rq, direct);
   nreq = (struct nvme_request___rec*)(id + bpf_core_type_size(struct request));
@@ -323,6 +344,8 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   e->qid = hctx ? BPF_CORE_READ(hctx, queue_num) + 1 : 0;
   e->cntlid = ctrl ? BPF_CORE_READ(ctrl, cntlid) : 0;
   e->nqn = opts ? (__u64)BPF_CORE_READ(opts, subsysnqn) : 0;
+  host = opts ? (__u64)BPF_CORE_READ(opts, host) : 0;
+  e->hostnqn = host ? host + bpf_core_field_offset(struct nvmf_host___rec, nqn) : 0;
 }
 
 static __always_inline void on_end(struct request* rq, bool direct) {
@@ -370,6 +393,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
   struct rec_inflight* e;
   struct nvmeof_wire w = {};
   __u8 opcode = 0;
+  __u64 tctrl;
 
   if (!target_io(req, direct, &sq, &subsys, &opcode)) return;
   if (direct) {
@@ -390,7 +414,9 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
   if (!e) return;
   e->trtype = g.trtype;
   e->bytes = BPF_CORE_READ(req, transfer_len);
-  e->cntlid = BPF_CORE_READ((struct nvmet_sq___rec*)sq, ctrl, cntlid);
+  tctrl = (__u64)BPF_CORE_READ((struct nvmet_sq___rec*)sq, ctrl);
+  e->cntlid = tctrl ? BPF_CORE_READ((struct nvmet_ctrl___rec*)tctrl, cntlid) : 0;
+  e->hostnqn = tctrl ? tctrl + bpf_core_field_offset(struct nvmet_ctrl___rec, hostnqn) : 0;
   e->nqn = (__u64)BPF_CORE_READ(subsys, subsysnqn);
   if (target_sent_hooked(&rec_config, g.trtype)) return;
   emit(e); /* no response hook for this transport: ends here */

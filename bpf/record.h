@@ -27,6 +27,7 @@ struct nvmeof_record {
   unsigned char pad[5];
   char disk[NVMEOF_RECORD_DISK_SIZE]; /* host: disk name (nvme0c1n1); target: "" */
   char nqn[NVMEOF_NQN_SIZE];          /* subsystem NQN; "" = not known */
+  char hostnqn[NVMEOF_NQN_SIZE];      /* the host NQN of the command's controller; "" = not known */
 };
 
 /* Per-CPU counters (index into rec_counters). */

@@ -30,16 +30,31 @@ class KernelBlockSource : public BlockSource {
   bool Read(BlockSnapshot* out) override {
     if (ncpus_ <= 0) return false;
     out->maps = maps_;
-    // Histograms: per-CPU values of every (disk, op), summed.
-    ForEachPerCpu<nvmeof_block_key, nvmeof_block_hist>(bpf_map__fd(skel_->maps.block_hists), ncpus_,
-                                                       [&](const auto& key, const auto& percpu) {
-                                                         BlockSeries s;
-                                                         s.dev = key.dev;
-                                                         s.op = key.op;
-                                                         Sum(percpu, &s.hist);
-                                                         out->series.push_back(s);
-                                                       });
+    // Histograms: per-CPU values of every (disk, op), summed; request counts: each key's slot
+    // plus its histogram's `requests` (bpf/count_cache.h). A key may have only a slot so far.
+    CountsByKey counts;
+    if (!ReadCountSlots(bpf_map__fd(skel_->maps.count_slots), ncpus_, &counts)) return false;
+    ForEachPerCpu<nvmeof_block_key, nvmeof_block_hist>(
+        bpf_map__fd(skel_->maps.block_hists), ncpus_, [&](const auto& key, const auto& percpu) {
+          BlockSeries s;
+          s.dev = key.dev;
+          s.op = key.op;
+          Sum(percpu, &s.hist);
+          auto c = counts.find({nvmeof_block_key_word(&key), 0, 0});
+          if (c != counts.end()) {
+            s.hist.requests += c->second;
+            counts.erase(c);
+          }
+          out->series.push_back(s);
+        });
     SetMapEntries(out->maps, "block_hists", out->series.size());
+    for (const auto& [k, requests] : counts) {
+      BlockSeries s;
+      s.dev = static_cast<std::uint32_t>(k[0]);
+      s.op = static_cast<std::uint32_t>(k[0] >> 32);
+      s.hist.requests = requests;
+      out->series.push_back(s);
+    }
     // Event counters.
     int cfd = bpf_map__fd(skel_->maps.counters);
     std::vector<std::uint64_t> values(ncpus_);

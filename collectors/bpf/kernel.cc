@@ -226,4 +226,40 @@ std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part
   return sizes;
 }
 
+void AddCountSlots(const std::vector<nvmeof_count_slot>& percpu, CountsByKey* counts) {
+  for (const auto& slot : percpu) {
+    if ((slot.tag & 1) == 0 || slot.count == 0) continue;
+    CountKey key;
+    std::copy(std::begin(slot.key), std::end(slot.key), key.begin());
+    (*counts)[key] += slot.count;
+  }
+}
+
+bool ReadCountSlots(int map_fd, int ncpus, CountsByKey* counts) {
+  std::vector<nvmeof_count_slot> percpu(static_cast<size_t>(ncpus));
+  for (std::uint32_t i = 0; i < NVMEOF_COUNT_SLOTS; ++i) {
+    if (bpf_map_lookup_elem(map_fd, &i, percpu.data()) != 0) return false;
+    AddCountSlots(percpu, counts);
+  }
+  return true;
+}
+
+void ForgetCountSlots(int map_fd, int ncpus, const std::vector<std::uint64_t>& ids) {
+  std::vector<nvmeof_count_slot> percpu(static_cast<size_t>(ncpus));
+  for (std::uint32_t i = 0; i < NVMEOF_COUNT_SLOTS; ++i) {
+    if (bpf_map_lookup_elem(map_fd, &i, percpu.data()) != 0) return;
+    // An update writes every CPU's copy of slot i: only when none holds a live key, so no
+    // increment of one can be lost between this read and that write.
+    bool doomed = false, live = false;
+    for (const auto& slot : percpu) {
+      const bool gone = std::find(ids.begin(), ids.end(), slot.key[0]) != ids.end();
+      doomed |= slot.tag != 0 && gone;
+      live |= slot.tag != 0 && !gone;
+    }
+    if (!doomed || live) continue;
+    std::fill(percpu.begin(), percpu.end(), nvmeof_count_slot{});
+    bpf_map_update_elem(map_fd, &i, percpu.data(), BPF_ANY);
+  }
+}
+
 }  // namespace nvmeof

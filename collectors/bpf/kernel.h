@@ -6,15 +6,18 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "bpf/count_cache.h"
 #include "collectors/base/fd.h"
 #include "collectors/bpf/attach.h"
 
@@ -126,5 +129,17 @@ void ForEachPerCpu(int map_fd, int ncpus, Fn fn) {
     if (bpf_map_lookup_elem(map_fd, &key, percpu.data()) == 0) fn(key, percpu);
   }
 }
+
+// Exact counts of a per-CPU count-slot array (bpf/count_cache.h): owned slots (odd tag), summed
+// over CPUs by key. AddCountSlots adds one slot's per-CPU values; ReadCountSlots all slots
+// (false if the map cannot be read).
+using CountKey = std::array<std::uint64_t, NVMEOF_COUNT_KEY_WORDS>;
+using CountsByKey = std::map<CountKey, std::uint64_t>;
+void AddCountSlots(const std::vector<nvmeof_count_slot>& percpu, CountsByKey* counts);
+bool ReadCountSlots(int map_fd, int ncpus, CountsByKey* counts);
+
+// Frees the slots whose first key word is one of `ids` (the series of a disk or subsystem that
+// went away: its address may come back as another's).
+void ForgetCountSlots(int map_fd, int ncpus, const std::vector<std::uint64_t>& ids);
 
 }  // namespace nvmeof

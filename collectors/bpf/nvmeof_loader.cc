@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -82,6 +83,7 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
     bpf_map__set_max_entries(trial->maps.nv_paths, 1);
     bpf_map__set_max_entries(trial->maps.nv_names, 1);
     bpf_map__set_max_entries(trial->maps.nv_commands, 1);
+    bpf_map__set_max_entries(trial->maps.nv_count_slots, 1);
     bpf_map__set_max_entries(trial->maps.nv_ctrl, 1);
     return LoadAndAttach(trial->skeleton, {v.program}, error);
   });
@@ -149,6 +151,7 @@ class KernelNvmeofSource : public NvmeofSource {
       }
       for (const auto& k : doomed) bpf_map_delete_elem(fd, &k);
     }
+    ForgetCountSlots(bpf_map__fd(maps_->maps.nv_count_slots), ncpus_, ids);
     for (std::uint64_t id : ids) {
       bpf_map_delete_elem(bpf_map__fd(maps_->maps.nv_names), &id);
       bpf_map_delete_elem(bpf_map__fd(maps_->maps.nv_ctrl), &id);
@@ -176,14 +179,24 @@ class KernelNvmeofSource : public NvmeofSource {
           }
         });
     for (auto& s : PathSpans(paths)) out->series.push_back(s);
+    // Exact counts: each series' slot plus its nv_commands entry (bpf/count_cache.h).
+    CountsByKey counts;
+    if (!ReadCountSlots(bpf_map__fd(maps_->maps.nv_count_slots), ncpus_, &counts)) return false;
+    static_assert(sizeof(nvmeof_series) == sizeof(CountKey), "a series key is one count key");
     ForEachPerCpu<nvmeof_series, std::uint64_t>(bpf_map__fd(maps_->maps.nv_commands), ncpus_,
                                                 [&](const auto& key, const auto& percpu) {
-                                                  NvmeofSeries s;
-                                                  s.key = key;
-                                                  for (auto c : percpu) s.hist.count += c;
-                                                  out->series.push_back(s);
+                                                  CountKey k;
+                                                  std::memcpy(k.data(), &key, sizeof(key));
+                                                  auto& sum = counts[k];
+                                                  for (auto c : percpu) sum += c;
                                                   ++commands;
                                                 });
+    for (const auto& [k, count] : counts) {
+      NvmeofSeries s;
+      std::memcpy(&s.key, k.data(), sizeof(s.key));
+      s.hist.count = count;
+      out->series.push_back(s);
+    }
     SetMapEntries(out->maps, "nv_hists", totals);
     SetMapEntries(out->maps, "nv_paths", paths.size());
     SetMapEntries(out->maps, "nv_commands", commands);

@@ -2,7 +2,9 @@
 // NVMEOF_BPF only; disabled.cc stands in otherwise).
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <optional>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -22,11 +24,13 @@ bool TargetHook(const HookSpec& h) { return h.gate.rfind("nvmet", 0) == 0; }
 // The hooks of the roles asked whose gate module is loaded, with only the variants this object
 // has a program for (a hook added to the table later without a record program is left out).
 std::vector<HookSpec> RecordHooks(const Paths& paths, const RecordOptions& options,
-                                  const bpf_object* obj) {
+                                  const bpf_object* obj,
+                                  const std::vector<std::string_view>& planned = {}) {
   std::vector<HookSpec> out;
   for (const auto& h : NvmeofHooks()) {
     if (TargetHook(h) ? !options.target : !options.host) continue;
     if (!ModuleLoaded(paths, h.gate)) continue;
+    if (std::find(planned.begin(), planned.end(), h.name) != planned.end()) continue;
     HookSpec mine = h;
     mine.variants.clear();
     for (const auto& v : h.variants) {
@@ -46,14 +50,44 @@ Skeleton<record_bpf> OpenRecord(const std::string& btf_path, const RecordOptions
   return skel;
 }
 
+// Repoints a plan made from a copy of the hook table at the static table, which outlives it.
+void RepointPlan(AttachPlan* plan) {
+  for (auto& hp : plan->hooks) {
+    for (const auto& h : NvmeofHooks()) {
+      if (h.name == hp.hook->name) hp.hook = &h;
+    }
+  }
+}
+
+// Which transports' target commands end at the response-sent point: those whose hook is attached.
+std::uint32_t TargetSentHooked(const AttachPlan& plan) {
+  std::uint32_t bits = 0;
+  for (const auto& h : plan.hooks) {
+    if (!h.chosen) continue;
+    if (h.hook->name == kHookNvmetRdmaSendDone) bits |= 1U << NVMEOF_TRTYPE_RDMA;
+    if (h.hook->name == kHookNvmetTcpSendResponse) bits |= 1U << NVMEOF_TRTYPE_TCP;
+  }
+  return bits;
+}
+
+// What a source needs to attach the hooks of modules loaded after it started.
+struct LateAttach {
+  Paths paths;
+  RecordOptions options;
+  std::string btf_path;
+  std::optional<Mechanism> forced;
+  AttachPlan plan;  // every hook attached so far
+};
+
 class KernelRecordSource : public RecordSource {
  public:
-  explicit KernelRecordSource(Skeleton<record_bpf> skel)
+  KernelRecordSource(Skeleton<record_bpf> skel, LateAttach late)
       : skel_(std::move(skel)),
+        late_(std::move(late)),
         ring_(ring_buffer__new(bpf_map__fd(skel_->maps.rec_ring), OnSample, this, nullptr)),
         ncpus_(libbpf_num_possible_cpus()) {}
   ~KernelRecordSource() override {
-    ring_buffer__free(ring_);  // before the skeleton's maps go
+    ring_buffer__free(ring_);  // before the skeletons' maps go
   }
   KernelRecordSource(const KernelRecordSource&) = delete;
   KernelRecordSource& operator=(const KernelRecordSource&) = delete;
@@ -61,6 +95,11 @@ class KernelRecordSource : public RecordSource {
   bool ok() const { return ring_ != nullptr; }
 
   int Poll(int timeout_ms, const std::function<void(const nvmeof_record&)>& fn) override {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_refresh_ >= std::chrono::seconds(1)) {
+      last_refresh_ = now;
+      AttachLate();
+    }
     fn_ = &fn;
     // The programs wake the reader only once the ring is a quarter full (record.bpf.c emit):
     // wait up to timeout_ms for that, then take whatever is there.
@@ -88,13 +127,22 @@ class KernelRecordSource : public RecordSource {
   bool Groups(std::vector<RecordGroupCount>* groups,
               std::vector<std::pair<std::uint64_t, std::string>>* names) override {
     if (ncpus_ <= 0) return false;
+    // Each group's slot plus its rec_groups entry (bpf/count_cache.h).
+    CountsByKey counts;
+    if (!ReadCountSlots(bpf_map__fd(skel_->maps.rec_group_slots), ncpus_, &counts)) return false;
+    static_assert(sizeof(nvmeof_record_group) == 2 * sizeof(std::uint64_t), "two key words");
     ForEachPerCpu<nvmeof_record_group, std::uint64_t>(bpf_map__fd(skel_->maps.rec_groups), ncpus_,
                                                       [&](const auto& key, const auto& percpu) {
-                                                        RecordGroupCount g;
-                                                        g.key = key;
-                                                        for (auto v : percpu) g.commands += v;
-                                                        groups->push_back(g);
+                                                        CountKey k{};
+                                                        std::memcpy(k.data(), &key, sizeof key);
+                                                        for (auto v : percpu) counts[k] += v;
                                                       });
+    for (const auto& [k, commands] : counts) {
+      RecordGroupCount g;
+      std::memcpy(&g.key, k.data(), sizeof g.key);
+      g.commands = commands;
+      groups->push_back(g);
+    }
     const int fd = bpf_map__fd(skel_->maps.rec_names);
     std::uint64_t id = 0, next = 0;
     const void* prev = nullptr;
@@ -119,7 +167,67 @@ class KernelRecordSource : public RecordSource {
   }
 
  private:
+  // Hooks of modules loaded since the last look get an object of their own, sharing this one's
+  // maps (ring, in-flight table, counts), as the exporter's loader does (nvmeof_loader.cc). Its
+  // .bss (setup_at_entry) is its own: the setup and completion hooks are both nvme_core's, so
+  // they always load together.
+  void AttachLate() {
+    const std::vector<std::string_view> planned = PlannedHooks();
+    std::vector<HookSpec> hooks = RecordHooks(late_.paths, late_.options, skel_->obj, planned);
+    if (hooks.empty()) return;
+    KernelProber prober(late_.paths, [](const Variant&, std::string*) { return 0; });
+    AttachPlan plan = PlanAttach(hooks, late_.forced, prober);
+    RepointPlan(&plan);
+    std::string error;
+    Skeleton<record_bpf> skel = OpenRecord(late_.btf_path, late_.options, &error);
+    if (skel && ShareMaps(skel.get(), &error) &&
+        LoadAndAttach(skel->skeleton, plan.Programs(), &error) == 0) {
+      for (auto& h : plan.hooks) {
+        LogInfo("record: module loaded: hook attached",
+                Kv("hook", h.hook->name) + " " +
+                    Kv("mechanism", h.chosen ? MechanismName(h.chosen->mechanism) : "missing"));
+        late_.plan.hooks.push_back(std::move(h));
+      }
+      late_objects_.push_back(std::move(skel));
+      nvmeof_config cfg{};
+      cfg.target_sent_hooked = TargetSentHooked(late_.plan);
+      std::uint32_t zero = 0;
+      bpf_map_update_elem(bpf_map__fd(skel_->maps.rec_config), &zero, &cfg, BPF_ANY);
+      return;
+    }
+    // Logged once per hook set: the next look finds the same hooks and fails the same way.
+    if (error != late_error_)
+      LogWarn("record: hooks of a module loaded later did not attach", Kv("err", error));
+    late_error_ = error;
+  }
+
+  std::vector<std::string_view> PlannedHooks() const {
+    std::vector<std::string_view> names;
+    for (const auto& h : late_.plan.hooks) {
+      if (h.chosen) names.push_back(h.hook->name);
+    }
+    return names;
+  }
+
+  bool ShareMaps(record_bpf* skel, std::string* error) {
+    bpf_map* mine = nullptr;
+    bpf_object__for_each_map(mine, skel->obj) {
+      if (bpf_map__is_internal(mine)) continue;  // .rodata, .bss: per object
+      const bpf_map* theirs = bpf_object__find_map_by_name(skel_->obj, bpf_map__name(mine));
+      int err = theirs ? bpf_map__reuse_fd(mine, bpf_map__fd(theirs)) : -ENOENT;
+      if (err) {
+        *error = std::string("reuse map ") + bpf_map__name(mine) + ": " + ErrnoName(err);
+        return false;
+      }
+    }
+    return true;
+  }
+
   Skeleton<record_bpf> skel_;
+  LateAttach late_;
+  std::vector<Skeleton<record_bpf>> late_objects_;
+  std::string late_error_;
+  std::chrono::steady_clock::time_point last_refresh_ = std::chrono::steady_clock::now();
   ring_buffer* ring_;
   int ncpus_;
   const std::function<void(const nvmeof_record&)>* fn_ = nullptr;
@@ -151,6 +259,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
       bpf_map__set_max_entries(trial->maps.rec_inflight, 1);
       bpf_map__set_max_entries(trial->maps.rec_groups, 1);
       bpf_map__set_max_entries(trial->maps.rec_names, 1);
+      bpf_map__set_max_entries(trial->maps.rec_group_slots, 1);
       return LoadAndAttach(trial->skeleton, {v.program}, err);
     });
     return PlanAttach(hooks, forced, prober);
@@ -175,11 +284,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
     skel = load_with(load.plan);
   }
   // The plan pointed into `hooks`; repoint at the static table, which outlives this call.
-  for (auto& hp : load.plan.hooks) {
-    for (const auto& h : NvmeofHooks()) {
-      if (h.name == hp.hook->name) hp.hook = &h;
-    }
-  }
+  RepointPlan(&load.plan);
   if (!skel) {
     load.availability = {false, "load_failed", error};
     return load;
@@ -192,19 +297,14 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
   }
   // Target commands end at the response-sent point only where that hook is attached.
   nvmeof_config cfg{};
-  for (const auto& h : load.plan.hooks) {
-    if (!h.chosen) continue;
-    if (h.hook->name == kHookNvmetRdmaSendDone) cfg.target_sent_hooked |= 1U << NVMEOF_TRTYPE_RDMA;
-    if (h.hook->name == kHookNvmetTcpSendResponse) {
-      cfg.target_sent_hooked |= 1U << NVMEOF_TRTYPE_TCP;
-    }
-  }
+  cfg.target_sent_hooked = TargetSentHooked(load.plan);
   std::uint32_t zero = 0;
   if (bpf_map_update_elem(bpf_map__fd(skel->maps.rec_config), &zero, &cfg, BPF_ANY) != 0) {
     load.availability = {false, "load_failed", "rec_config: " + ErrnoName(-errno)};
     return load;
   }
-  auto source = std::make_unique<KernelRecordSource>(std::move(skel));
+  auto source = std::make_unique<KernelRecordSource>(
+      std::move(skel), LateAttach{paths, options, btf_path, forced, load.plan});
   if (!source->ok()) {
     load.availability = {false, "load_failed", "ring buffer: " + ErrnoName(-errno)};
     return load;

@@ -48,8 +48,9 @@ struct RecordLoad {
 };
 
 // Never throws. Plans the hooks of NvmeofHooks() for the roles asked whose module is loaded
-// now (modules loaded later are not picked up: a recording is short). bpf.mechanism forces one
-// mechanism, as for the exporter.
+// now; at least one must be. Hooks of modules loaded later attach within a second of Poll()
+// (say nvmet_tcp once the target's port comes up). bpf.mechanism forces one mechanism, as for
+// the exporter.
 RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOptions& options);
 
 }  // namespace nvmeof

@@ -1,12 +1,12 @@
-// libFuzzer target: the `report` record reader (exporter/profile/record.cc) on arbitrary bytes,
+// libFuzzer target: the `report` record reader (profile/record_file.cc) on arbitrary bytes,
 // and the report built from whatever it accepts. It must reject with a message, never crash.
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
 #include <string>
 
-#include "exporter/profile/record.h"
-#include "exporter/profile/report.h"
+#include "profile/record_file.h"
+#include "profile/report_data.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "collectors/bpf.h"
+#include "collectors/bpf/kernel.h"
 #include "collectors/registry.h"
 #include "tests/unit/sink_query.h"
 
@@ -129,6 +130,17 @@ TEST_P(BpfKernelTest, CountsRealIoAndDetachesCleanly) {
     for (int i = 0; i < 100 && Loaded(id); ++i) usleep(20000);
     EXPECT_FALSE(Loaded(id)) << "program " << id << " still loaded";
   }
+}
+
+// Count slots (bpf/count_cache.h): owned slots (odd tag) add up per key across CPUs, whichever
+// slot index each CPU's copy sits at; free (0) and half-claimed (2) slots count nothing.
+TEST(CountSlots, OwnedSlotsAddUpByKeyAcrossCpus) {
+  CountsByKey counts;
+  AddCountSlots({{7, {1, 2, 3}, 5}, {9, {4, 0, 0}, 2}, {0, {1, 2, 3}, 99}}, &counts);
+  AddCountSlots({{7, {1, 2, 3}, 6}, {2, {4, 0, 0}, 50}, {1, {4, 0, 0}, 0}}, &counts);
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_EQ((counts[{1, 2, 3}]), 11u);
+  EXPECT_EQ((counts[{4, 0, 0}]), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(BpfKernel, BpfKernelTest,

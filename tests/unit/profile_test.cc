@@ -1,6 +1,7 @@
-// exporter/profile: the record file format and its reader's errors, the percentile math, and
+// profile/: the record file format and its reader's errors, the percentile math, and
 // the host/target join on synthetic records.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -9,10 +10,13 @@
 #include <sstream>
 
 #include "collectors/bpf/nvmeof.h"
-#include "exporter/profile/live.h"
-#include "exporter/profile/record.h"
-#include "exporter/profile/report.h"
-#include "exporter/profile/top.h"
+#include "profile/commands.h"
+#include "profile/live.h"
+#include "profile/record_file.h"
+#include "profile/report_data.h"
+#include "profile/report_render.h"
+#include "profile/top_frame.h"
+#include "profile/top_render.h"
 
 namespace nvmeof::profile {
 namespace {
@@ -90,6 +94,49 @@ TEST(ProfileRecord, RoundTrip) {
 
 // Format version 1 as this reader's predecessor (the hand-written one) wrote it: every line
 // read, and written again byte for byte (tests/fixtures/records, escapes and UTF-8 included).
+// WriteRecord writes its lines field by field (it runs per sampled command); they must be the
+// bytes the library's ordered_json writes, whatever the strings (escapes, invalid UTF-8), and a
+// field's remembered string must not leak into the next line.
+TEST(ProfileRecord, LinesAreTheLibrarysBytes) {
+  const std::vector<std::string> odd = {"",         "nvme0n1",  "a\"b\\c\x01\n",
+                                        "\xff\xfe", "\xc3\xa9", std::string("nul\0in", 6)};
+  std::vector<std::uint64_t> ts = {1, 0, ~0ULL, 42};
+  for (size_t i = 0; i < odd.size() * 2; ++i) {
+    Record r;
+    r.role = i % 2 ? NVMEOF_ROLE_TARGET : NVMEOF_ROLE_HOST;
+    r.transport = odd[i % odd.size()];
+    r.op = odd[(i + 1) % odd.size()];
+    r.subsys = odd[(i + 2) % odd.size()];
+    r.hostnqn = odd[(i + 3) % odd.size()];
+    r.device = odd[(i * 5) % odd.size()];
+    r.size = i * 4096;
+    r.qid = static_cast<std::uint32_t>(i);
+    r.cid = 65535;
+    r.cntlid = 0;
+    r.slba = ~0ULL - i;
+    r.nlb = 7;
+    r.ts = i % 3 ? ts : std::vector<std::uint64_t>{};
+    nlohmann::ordered_json j = {{"role", i % 2 ? "target" : "host"},
+                                {"transport", r.transport},
+                                {"op", r.op},
+                                {"size", r.size},
+                                {"qid", r.qid},
+                                {"cid", r.cid},
+                                {"cntlid", r.cntlid},
+                                {"subsys", r.subsys},
+                                {"hostnqn", r.hostnqn},
+                                {"device", r.device},
+                                {"slba", r.slba},
+                                {"nlb", r.nlb},
+                                {"ts", r.ts}};
+    std::ostringstream out;
+    WriteRecord(r, out);
+    EXPECT_EQ(out.str(),
+              j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n")
+        << i;
+  }
+}
+
 TEST(ProfileRecord, ReadsAndRewritesVersion1Files) {
   for (const std::string role : {"host", "target"}) {
     const std::string path = std::string(NVMEOF_FIXTURES) + "/records/v1." + role + ".jsonl";
@@ -490,6 +537,7 @@ nvmeof_record KernelHostRecord(std::uint16_t cid, std::uint64_t t) {
   k.nlb = 7;
   std::snprintf(k.disk, sizeof k.disk, "nvme0c0n1");
   std::snprintf(k.nqn, sizeof k.nqn, "nqn.t");
+  std::snprintf(k.hostnqn, sizeof k.hostnqn, "nqn.h");
   // alloc, setup +1us, posted +2us, (sent), response +12us, complete +13us, end +14us
   const std::uint64_t ts[NVMEOF_HP_COUNT] = {t,         t + 1000,  t + 2000, 0,
                                              t + 12000, t + 13000, t + 14000};
@@ -511,6 +559,7 @@ TEST(ProfileLive, FromKernelRecord) {
   EXPECT_EQ(r.cntlid, 7u);
   EXPECT_EQ(r.device, "nvme0c0n1");
   EXPECT_EQ(r.subsys, "nqn.t");
+  EXPECT_EQ(r.hostnqn, "nqn.h");
   ASSERT_EQ(r.ts.size(), size_t{NVMEOF_HP_COUNT});
   EXPECT_EQ(r.ts[NVMEOF_HP_SENT], 0u);
   // What record writes, report reads.

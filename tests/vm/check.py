@@ -306,6 +306,27 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
         pids = open(os.path.join(self.dir, 'exporter.pid')).read().split() if os.path.exists(
             os.path.join(self.dir, 'exporter.pid')) else []
         self.check(len(pids) == 1, 'one exporter process served the whole run', str(pids))
+        self.record_late(ios)
+
+    def record_late(self, ios):
+        """`record -s 1` started with only nvmet loaded: every later module's hooks attached
+        while it ran, so both files hold fio's commands, with their host NQN."""
+        code = os.path.join(self.dir, 'record-late-exit-code')
+        self.check(os.path.exists(code) and open(code).read().strip() == '0', 'late record exited 0')
+        for role in ('host', 'target'):
+            path = os.path.join(self.dir, 'late.%s.jsonl' % role)
+            lines = open(path).read().splitlines() if os.path.exists(path) else []
+            recs = [json.loads(l) for l in lines[1:-1]]
+            end = json.loads(lines[-1]) if lines else {}
+            io = [r for r in recs if r.get('op') in ('read', 'write')]
+            self.check(end.get('end') and end.get('lost') == 0, 'late record: %s file ended, lost none' % role,
+                       str(end))
+            # fio's commands and, on the host, a few of the filesystem-free probing reads around it.
+            self.check(ios <= len(io) <= ios * 1.01 + 64,
+                       'late record: %s file holds fio\'s %d commands (%d)' % (role, ios, len(io)))
+            nqns = set(r.get('hostnqn', '') for r in io)
+            self.check(len(nqns) == 1 and '' not in nqns, 'late record: %s records carry the host NQN' % role,
+                       str(sorted(nqns)))
 
     def scenario_pathfault(self):
         """series.txt: '# scrape T rc=N sysfs=STATE' then that scrape's controller_state lines."""

@@ -88,6 +88,10 @@ class RecordChecks:
                    '%s: report read a host and a target file, both 1 in %d' % (name, every), str(files))
         for f in files:
             print('info %s %s file: mechanism %s, lost %s' % (name, f.get('role'), f.get('mechanism'), f.get('lost')))
+            forced = self.env.get('RECORD_MECHANISM', '') if name == 'sampled' else ''
+            if forced:
+                self.check(f.get('mechanism') == forced, '%s: %s file recorded through %s' % (name, f.get('role'), forced),
+                           str(f.get('mechanism')))
             self.check(f.get('lost') == 0, '%s: %s file lost no records' % (name, f.get('role')), str(f.get('lost')))
         j = rep.get('join', {})
         matched, hosts = j.get('matched', 0), j.get('host_records', 0)
@@ -106,6 +110,7 @@ class RecordChecks:
                 if os.path.exists(path):
                     job = json.load(open(path))['jobs'][0]['read' if rw == 'randread' else 'write']
                     total_ios += job['total_ios']
+        hostnqns = {}
         for role in ('host', 'target'):
             end = None
             path = os.path.join(self.dir, '%s.%s.jsonl' % (name, role))
@@ -113,9 +118,15 @@ class RecordChecks:
                 lines = open(path).read().splitlines()
                 end = json.loads(lines[-1]) if lines else None
             commands = end.get('commands', 0) if end and end.get('end') else 0
+            nqns = set(json.loads(l).get('hostnqn', '') for l in lines[1:-1]) if end else set()
+            hostnqns[role] = nqns
+            self.check(nqns and '' not in nqns,
+                       '%s: %s records carry the host NQN: %s' % (name, role, sorted(nqns)))
             self.within(commands, total_ios, 0.01,
                         '%s: %s end line: %d commands during the recording == fio\'s %d I/Os'
                         % (name, role, commands, total_ios))
+        self.check(hostnqns.get('host') == hostnqns.get('target'),
+                   '%s: host and target records name the same host NQNs' % name, str(hostnqns))
 
     def record_job(self, rep, pair, transport, rw, every):
         """One fio job's groups in a report; the network is compared with the exporter's

@@ -6,6 +6,17 @@ conf SCENARIO hotload
 lsmod >"$R/lsmod-start.txt"
 start_exporter || die "exporter start"
 scrape no-modules
+# `record` starts with only nvmet loaded: the host's hooks (nvme_core, its transports) and the
+# target transport's attach while it runs, as their modules load.
+modprobe nvmet || fail "modprobe nvmet"
+$EXPORTER record --role=both -s 1 -o "$R/late" 2>"$R/record-late.log" &
+RECORD_PID=$!
+deadline 240
+until grep -q 'recording' "$R/record-late.log" 2>/dev/null; do
+	[ -d /proc/$RECORD_PID ] || { cat "$R/record-late.log"; die "record exited at start"; }
+	before_deadline || die "record not ready after 240 s"
+	sleep 0.5
+done
 load_modules
 setup_net || die "network/rxe setup"
 if [ "${TRANSPORT:-rdma}" = tcp ]; then
@@ -27,7 +38,16 @@ until timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
 	sleep 2
 done
 mark nvmeof_hooks_attached
+deadline 180
+until grep -q 'hook="nvme_rq_end"' "$R/record-late.log" && grep -q "hook=\"nvmet_${1}_" "$R/record-late.log"; do
+	before_deadline || { fail "record: late hooks not attached after 180 s"; break; }
+	sleep 1
+done
+mark record_hooks_attached
 snapshot before-io
 run_fio io "$DEV" "$FIO_RUNTIME"
 snapshot after-io
+kill -INT $RECORD_PID
+wait $RECORD_PID
+echo "$?" >"$R/record-late-exit-code"
 finish

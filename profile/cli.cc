@@ -1,4 +1,4 @@
-#include "exporter/profile/cli.h"
+#include "profile/cli.h"
 
 #include "collectors/base/files.h"
 #include "collectors/bpf/options.h"

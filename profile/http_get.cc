@@ -1,4 +1,4 @@
-#include "exporter/profile/http_get.h"
+#include "profile/http_get.h"
 
 #include <gnutls/gnutls.h>
 #include <netdb.h>

@@ -1,7 +1,9 @@
-// `nvmeof_exporter record` and `top` without --from: both load bpf/record.bpf.c
+// The live side of `record` and `top` without --from: both load bpf/record.bpf.c
 // (collectors/bpf/record_source.h) and read its per-command records. The conversion from the
-// kernel's record and the live frame are pure and unit-tested; the Run* functions need BPF.
+// kernel's record and the live frame are pure and unit-tested.
 #pragma once
+
+#include <signal.h>
 
 #include <cstdint>
 #include <ostream>
@@ -10,9 +12,10 @@
 #include <vector>
 
 #include "bpf/record.h"
+#include "collectors/bpf/attach.h"
 #include "collectors/bpf/record_source.h"
-#include "exporter/profile/record.h"
-#include "exporter/profile/top.h"
+#include "profile/record_file.h"
+#include "profile/top_frame.h"
 
 namespace nvmeof::profile {
 
@@ -32,14 +35,22 @@ std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,
                                 const std::vector<std::pair<std::uint64_t, std::string>>& names,
                                 double seconds);
 
-// `record -o FILE [-s N] [--duration=S] [--role=host|target|both] [--ring-size=MiB]
-// [--bpf.mechanism=M]` (args exclude "record"; flags as `record --help` lists them). With
-// --role=both, FILE is a prefix: FILE.host.jsonl and FILE.target.jsonl. Exit 0 (also after
-// --help, on `out`), 1 when BPF cannot load, 2 for bad usage (one line on `err`).
-int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// SIGINT/SIGTERM end a recording or a live `top` cleanly (record writes its end line);
+// restored on scope exit. StopRequested() says whether one came since construction.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
 
-// `top` on its own record object: interval, once and json as RunTop's; sample_every 1 in N.
-int RunTopLive(double interval, bool once, bool json, std::uint32_t sample_every,
-               const std::string& mechanism, std::ostream& out, std::ostream& err);
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+bool StopRequested();
+
+// The mechanism of a role's frame hook (nvme_setup_cmd / nvmet_req_init), for record headers.
+std::string FrameMechanism(const AttachPlan& plan, bool host);
 
 }  // namespace nvmeof::profile

@@ -1,4 +1,4 @@
-#include "exporter/profile/text.h"
+#include "profile/text.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
-// `nvmeof_exporter top --from=http://host:10420`: a live per-group view computed from two
-// scrapes of a running exporter's /metrics, N seconds apart (no privileges needed). Label names
+// `top`'s frame: per-group rows (TopGroup) computed from two scrapes of a running exporter's
+// /metrics, N seconds apart (`top --from`; live.h builds the same rows from records). Label names
 // are read through a small table (device, disk, nvme_namespace, subsystem, ...) so the view
 // keeps working across label renames.
 #pragma once
@@ -43,16 +43,5 @@ std::vector<TopGroup> TopFrame(const std::vector<Sample>& before, const std::vec
 
 // histogram_quantile over cumulative (le, count) buckets, linear within a bucket.
 double BucketQuantile(double q, const std::vector<std::pair<double, double>>& buckets);
-
-void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostream& out);
-// at: when the frame ended, in CLOCK_MONOTONIC seconds ("at_monotonic_seconds"; NaN: left out).
-void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out,
-                  double at = NAN);
-
-// `top [--from=URL] [--once] [--interval=SECONDS] [--format=text|json] [-s N]
-// [--bpf.mechanism=M]` (args exclude "top"; flags as `top --help` lists them): without --from
-// on its own eBPF programs (RunTopLive). Exit 0 (also after --help, on `out`), 1 when a scrape
-// or BPF fails, 2 for bad usage (one line on `err`).
-int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace nvmeof::profile

@@ -1,0 +1,193 @@
+// `nvmeof_exporter record`: loads bpf/record.bpf.c (live.h) and writes its records to
+// record files (record_file.h).
+#include <signal.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "collectors/base/fd.h"
+#include "collectors/base/log.h"
+#include "collectors/bpf/nvmeof.h"
+#include "profile/cli.h"
+#include "profile/commands.h"
+#include "profile/live.h"
+#include "profile/record_file.h"
+
+namespace nvmeof::profile {
+
+namespace {
+
+struct RecordArgs {
+  std::uint64_t every = 1, duration = 0, ring_mib = NVMEOF_RECORD_RING_DEFAULT >> 20;
+  std::string role = "host", output;
+  BpfOptions bpf;
+};
+
+const std::vector<FlagSpec>& RecordFlags() {
+  static const std::vector<FlagSpec> flags = {
+      {"output", FlagSpec::kValue,
+       "Write the records to FILE (required); --role=both writes FILE.host.jsonl and\n"
+       "FILE.target.jsonl.",
+       'o', "FILE"},
+      {"sample-every", FlagSpec::kValue,
+       "Record 1 in N commands, chosen on (slba, cid): host and target with the same N keep\n"
+       "the same commands. Default 1.",
+       's', "N"},
+      {"duration", FlagSpec::kValue,
+       "Stop after SECONDS, in [1, 86400]. Default: at Ctrl-C or SIGTERM.", 0, "SECONDS"},
+      {"role", FlagSpec::kValue, "host, target or both. Default host.", 0, "ROLE"},
+      {"ring-size", FlagSpec::kValue,
+       "BPF ring buffer in MiB, a power of 2 in [1, 1024]. Default 16.", 0, "MIB"},
+      kMechanismFlag,
+      kHelpFlag,
+  };
+  return flags;
+}
+
+// -1 to go on; else the exit status (0 after --help, 2 for bad usage).
+int ParseRecordArgs(const std::vector<std::string>& args, RecordArgs* r, std::ostream& out,
+                    std::ostream& err) {
+  static const std::string usage =
+      Usage("record -o FILE [flags]",
+            "Records sampled NVMe-oF commands, one JSON line each, until --duration or Ctrl-C\n"
+            "(root; docs/profiling.md).",
+            RecordFlags());
+  ParsedArgs p;
+  if (int rc = ParseCommand("record", args, RecordFlags(), usage, 0, &p, out, err); rc >= 0)
+    return rc;
+  std::string e;
+  if (!GetSampleEvery(p, &r->every, &e) || !GetMechanism(p, &r->bpf.mechanism, &e))
+    return UsageError("record", e, err);
+  if (auto v = p.Get("duration"); v && !ParseCount(*v, 86400, &r->duration)) {
+    return UsageError("record",
+                      "--duration: \"" + *v + "\" is not a number of seconds in [1, 86400]", err);
+  }
+  if (auto v = p.Get("role")) {
+    r->role = *v;
+    if (r->role != "host" && r->role != "target" && r->role != "both")
+      return UsageError("record", "--role: \"" + *v + "\" is not host, target or both", err);
+  }
+  // A power of 2 (the kernel's rule for ring buffers), 1 MiB to 1 GiB.
+  if (auto v = p.Get("ring-size");
+      v && (!ParseCount(*v, 1024, &r->ring_mib) || (r->ring_mib & (r->ring_mib - 1)))) {
+    return UsageError("record", "--ring-size: \"" + *v + "\" is not a power of 2 MiB in [1, 1024]",
+                      err);
+  }
+  if (auto v = p.Get("output")) r->output = *v;
+  if (r->output.empty()) return UsageError("record", "-o FILE is required (see --help)", err);
+  return -1;
+}
+
+}  // namespace
+
+int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RecordArgs r;
+  if (int rc = ParseRecordArgs(args, &r, out, err); rc >= 0) return rc;
+  const std::uint64_t every = r.every, duration = r.duration, ring_mib = r.ring_mib;
+  const std::string &role = r.role, &output = r.output;
+  const BpfOptions& bpf = r.bpf;
+  const bool want_host = role != "target", want_target = role != "host";
+  const std::string host_path = role == "both" ? output + ".host.jsonl" : output;
+  const std::string target_path = role == "both" ? output + ".target.jsonl" : output;
+  RecordOptions ro;
+  ro.sample_every = static_cast<std::uint32_t>(every);
+  ro.ring_bytes = static_cast<std::uint32_t>(ring_mib << 20);
+  ro.host = want_host;
+  ro.target = want_target;
+  RecordLoad load = LoadRecord(Paths{}, bpf, ro);
+  if (!load.source) {
+    err << "nvmeof_exporter record: cannot load the record eBPF programs: "
+        << load.availability.reason << ": " << load.availability.detail << "\n";
+    return 1;
+  }
+  for (const auto& h : load.plan.hooks) {
+    err << "record: hook " << h.hook->name << ": "
+        << (h.chosen ? std::string(MechanismName(h.chosen->mechanism)) : "missing") << "\n";
+  }
+  RecordHeader header;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  header.hostname = host;
+  struct utsname u {};
+  if (uname(&u) == 0) header.kernel = u.release;
+  header.sample_every = every;
+  header.clock = "CLOCK_MONOTONIC";
+  std::ofstream host_out, target_out;
+  auto open = [&](std::ofstream& f, const std::string& path, const char* r, bool is_host) {
+    f.open(path, std::ios::binary | std::ios::trunc);
+    if (!f) {
+      err << "nvmeof_exporter record: cannot write " << path << "\n";
+      return false;
+    }
+    RecordHeader h = header;
+    h.role = r;
+    h.mechanism = FrameMechanism(load.plan, is_host);
+    WriteHeader(h, f);
+    return true;
+  };
+  if (want_host && !open(host_out, host_path, "host", true)) return 1;
+  if (want_target && !open(target_out, target_path, "target", false)) return 1;
+
+  std::uint64_t start[NVMEOF_RCTR_COUNT] = {};
+  load.source->Counters(start);
+  std::uint64_t host_records = 0, target_records = 0, dropped = 0;
+  auto on_record = [&](const nvmeof_record& k) {
+    const bool is_host = k.role == NVMEOF_ROLE_HOST;
+    if (is_host ? !want_host : !want_target) return;
+    WriteRecord(FromKernel(k, &dropped), is_host ? host_out : target_out);
+    ++(is_host ? host_records : target_records);
+  };
+  err << "record: recording" << (duration ? " for " + std::to_string(duration) + " s" : "")
+      << " (1 in " << every << " commands); Ctrl-C ends\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    StopSignals signals;
+    while (!StopRequested()) {
+      if (duration && std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(duration))
+        break;
+      const int n = load.source->Poll(100, on_record);
+      if (n < 0 && n != -EINTR) {
+        err << "nvmeof_exporter record: ring buffer: " << ErrnoName(n) << "\n";
+        return 1;
+      }
+    }
+  }
+  while (load.source->Poll(0, on_record) > 0) {
+  }
+  std::uint64_t end[NVMEOF_RCTR_COUNT] = {};
+  load.source->Counters(end);
+  // Records the kernel could not keep (ring full, in-flight table full), on this node: when
+  // both roles are recorded together the count is the node's, written to both files.
+  const std::uint64_t lost = end[NVMEOF_RCTR_LOST] - start[NVMEOF_RCTR_LOST] +
+                             end[NVMEOF_RCTR_INFLIGHT_FULL] - start[NVMEOF_RCTR_INFLIGHT_FULL];
+  const std::uint64_t host_cmds = end[NVMEOF_RCTR_HOST_COMMANDS] - start[NVMEOF_RCTR_HOST_COMMANDS];
+  const std::uint64_t target_cmds =
+      end[NVMEOF_RCTR_TARGET_COMMANDS] - start[NVMEOF_RCTR_TARGET_COMMANDS];
+  if (want_host) WriteEnd(host_records, lost, host_out, host_cmds);
+  if (want_target) WriteEnd(target_records, lost, target_out, target_cmds);
+  host_out.close();
+  target_out.close();
+  if ((want_host && !host_out) || (want_target && !target_out)) {
+    err << "nvmeof_exporter record: write error\n";
+    return 1;
+  }
+  if (want_host)
+    err << "record: " << host_path << ": " << host_records << " host records of " << host_cmds
+        << " commands, " << lost << " lost\n";
+  if (want_target)
+    err << "record: " << target_path << ": " << target_records << " target records of "
+        << target_cmds << " commands, " << lost << " lost\n";
+  if (dropped) err << "record: " << dropped << " out-of-order points dropped\n";
+  return 0;
+}
+
+}  // namespace nvmeof::profile
