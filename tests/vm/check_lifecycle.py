@@ -8,7 +8,8 @@ scrapes taken after each of its phases (metrics-<phase>.prom):
   rdma    over rxe: the connect to an RDMA port with no listener is one CM rejected (or
           unreachable) and one host connect failure; a connect is 4 established (admin and I/O
           queue, host and target side, rxe0 port 1), 2 connect requests and 2 target Connects;
-          its disconnect 4 disconnected;
+          its disconnect 2 to 4 disconnected (the target's, and the host's where the DREP comes
+          before the host destroys its cm_ids);
   hosts   per controller new -> connecting and connecting -> live once; target: 3 admin and 3 I/O
           Connects succeeded; nvmeof_target_controllers 1 for the first two host NQNs and 1 for
           "other" (limit 2), hostnqn_folded_total 1;
@@ -89,8 +90,11 @@ class LifecycleChecks:
                        'rdma-connected: connect requests at the target')
         self.lc_expect(d('rdma-fail', 'rdma-connected', tc, nqn=nqn, result='success'), 2,
                        'rdma-connected: target Connects (admin + io)')
-        self.lc_expect(d('rdma-connected', 'rdma', cm, event='disconnected'), 4,
-                       'rdma: disconnected (2 queues x host and target)')
+        # The target side of each queue gets DISCONNECTED (the host's DREQ); the host, which
+        # disconnects, destroys its cm_ids right after and sees its own only when the DREP came
+        # first (not under TCG here: 2 on 6.12).
+        gone = d('rdma-connected', 'rdma', cm, event='disconnected')
+        self.check(2 <= gone <= 4, 'rdma: disconnected, 2 (target side) to 4 (and host side)', str(gone))
         # hosts
         for c in ctrls:
             self.lc_expect(d('rdma', 'hosts', st, controller=c, **{'from': 'new', 'to': 'connecting'}), 1,
