@@ -114,6 +114,9 @@ done
 [ -n "$CTRL" ] && wait_state live 30 || die "rdma controller"
 conf RDMA_CTRL "$CTRL"
 phase_scrape rdma-connected
+# The stage collector lets go of its nvme_rdma hooks (so that rmmod works) only once its 2 s poll
+# has seen a controller of that transport: keep this one over a few polls.
+sleep 5
 echo 1 >/sys/class/nvme/$CTRL/delete_controller
 wait_state gone 30
 rm "$P1/subsystems/$NQN" # port 1 disabled: the rest is NVMe/TCP
