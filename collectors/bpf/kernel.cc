@@ -13,6 +13,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "bpf/nvmeof_maps.h"
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 
@@ -242,6 +243,19 @@ bool ReadCountSlots(int map_fd, int ncpus, CountsByKey* counts) {
     AddCountSlots(percpu, counts);
   }
   return true;
+}
+
+void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* names) {
+  std::uint64_t id = 0, next = 0;
+  const void* prev = nullptr;
+  char name[NVMEOF_NQN_SIZE];
+  while (bpf_map_get_next_key(map_fd, prev, &next) == 0) {
+    id = next;
+    prev = &id;
+    if (bpf_map_lookup_elem(map_fd, &id, name) != 0) continue;
+    name[NVMEOF_NQN_SIZE - 1] = '\0';
+    names->emplace_back(id, name);
+  }
 }
 
 void ForgetCountSlots(int map_fd, int ncpus, const std::vector<std::uint64_t>& ids) {

@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -137,6 +138,25 @@ using CountKey = std::array<std::uint64_t, NVMEOF_COUNT_KEY_WORDS>;
 using CountsByKey = std::map<CountKey, std::uint64_t>;
 void AddCountSlots(const std::vector<nvmeof_count_slot>& percpu, CountsByKey* counts);
 bool ReadCountSlots(int map_fd, int ncpus, CountsByKey* counts);
+
+// Adds a per-CPU count hash's entries (summed over CPUs) to `counts` under their key's words:
+// the counts of keys whose slot another owns. Returns how many entries it read.
+template <typename K>
+std::size_t AddPerCpuCounts(int map_fd, int ncpus, CountsByKey* counts) {
+  static_assert(sizeof(K) <= sizeof(CountKey), "a key of at most NVMEOF_COUNT_KEY_WORDS words");
+  std::size_t entries = 0;
+  ForEachPerCpu<K, std::uint64_t>(map_fd, ncpus, [&](const K& key, const auto& percpu) {
+    CountKey k{};
+    std::memcpy(k.data(), &key, sizeof key);
+    for (auto v : percpu) (*counts)[k] += v;
+    ++entries;
+  });
+  return entries;
+}
+
+// Appends each (id, name) of an id -> name hash (nv_names, rec_names: NUL-terminated strings of
+// up to NVMEOF_NQN_SIZE bytes).
+void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* names);
 
 // Frees the slots whose first key word is one of `ids` (the series of a disk or subsystem that
 // went away: its address may come back as another's).

@@ -182,15 +182,8 @@ class KernelNvmeofSource : public NvmeofSource {
     // Exact counts: each series' slot plus its nv_commands entry (bpf/count_cache.h).
     CountsByKey counts;
     if (!ReadCountSlots(bpf_map__fd(maps_->maps.nv_count_slots), ncpus_, &counts)) return false;
-    static_assert(sizeof(nvmeof_series) == sizeof(CountKey), "a series key is one count key");
-    ForEachPerCpu<nvmeof_series, std::uint64_t>(bpf_map__fd(maps_->maps.nv_commands), ncpus_,
-                                                [&](const auto& key, const auto& percpu) {
-                                                  CountKey k;
-                                                  std::memcpy(k.data(), &key, sizeof(key));
-                                                  auto& sum = counts[k];
-                                                  for (auto c : percpu) sum += c;
-                                                  ++commands;
-                                                });
+    commands =
+        AddPerCpuCounts<nvmeof_series>(bpf_map__fd(maps_->maps.nv_commands), ncpus_, &counts);
     for (const auto& [k, count] : counts) {
       NvmeofSeries s;
       std::memcpy(&s.key, k.data(), sizeof(s.key));
@@ -200,17 +193,7 @@ class KernelNvmeofSource : public NvmeofSource {
     SetMapEntries(out->maps, "nv_hists", totals);
     SetMapEntries(out->maps, "nv_paths", paths.size());
     SetMapEntries(out->maps, "nv_commands", commands);
-    int nfd = bpf_map__fd(maps_->maps.nv_names);
-    std::uint64_t addr = 0, next_addr = 0;
-    const void* prev_addr = nullptr;
-    char nqn[NVMEOF_NQN_SIZE];
-    while (bpf_map_get_next_key(nfd, prev_addr, &next_addr) == 0) {
-      addr = next_addr;
-      prev_addr = &addr;
-      if (bpf_map_lookup_elem(nfd, &addr, nqn) != 0) continue;
-      nqn[NVMEOF_NQN_SIZE - 1] = '\0';
-      out->names.emplace_back(addr, nqn);
-    }
+    ReadNames(bpf_map__fd(maps_->maps.nv_names), &out->names);
     int cfd = bpf_map__fd(maps_->maps.nv_counters);
     std::vector<std::uint64_t> values(ncpus_);
     for (std::uint32_t i = 0; i < NVMEOF_NCTR_COUNT; ++i) {

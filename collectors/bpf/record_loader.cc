@@ -130,30 +130,14 @@ class KernelRecordSource : public RecordSource {
     // Each group's slot plus its rec_groups entry (bpf/count_cache.h).
     CountsByKey counts;
     if (!ReadCountSlots(bpf_map__fd(skel_->maps.rec_group_slots), ncpus_, &counts)) return false;
-    static_assert(sizeof(nvmeof_record_group) == 2 * sizeof(std::uint64_t), "two key words");
-    ForEachPerCpu<nvmeof_record_group, std::uint64_t>(bpf_map__fd(skel_->maps.rec_groups), ncpus_,
-                                                      [&](const auto& key, const auto& percpu) {
-                                                        CountKey k{};
-                                                        std::memcpy(k.data(), &key, sizeof key);
-                                                        for (auto v : percpu) counts[k] += v;
-                                                      });
+    AddPerCpuCounts<nvmeof_record_group>(bpf_map__fd(skel_->maps.rec_groups), ncpus_, &counts);
     for (const auto& [k, commands] : counts) {
       RecordGroupCount g;
       std::memcpy(&g.key, k.data(), sizeof g.key);
       g.commands = commands;
       groups->push_back(g);
     }
-    const int fd = bpf_map__fd(skel_->maps.rec_names);
-    std::uint64_t id = 0, next = 0;
-    const void* prev = nullptr;
-    char name[NVMEOF_NQN_SIZE];
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      id = next;
-      prev = &id;
-      if (bpf_map_lookup_elem(fd, &id, name) != 0) continue;
-      name[NVMEOF_NQN_SIZE - 1] = '\0';
-      names->emplace_back(id, name);
-    }
+    ReadNames(bpf_map__fd(skel_->maps.rec_names), names);
     return true;
   }
 

@@ -12,8 +12,8 @@ import json
 import os
 import sys
 
-MODES = ['none', 'none2', 's1', 's8', 's64', 'record', 'biolatency']
-TOOLS = ['s1', 's8', 's64', 'record', 'biolatency']
+MODES = ['none', 'none2', 's1', 's8', 's64', 'tp8', 'record', 'biolatency']
+TOOLS = ['s1', 's8', 's64', 'tp8', 'record', 'biolatency']
 TOLERANCE = {'null': 0.01, 'tcp': 0.01, 'rdma': 0.015}  # none vs none2, relative
 WARMUP_IOS = 100  # unmeasured I/Os before each run (inside the stats bracket)
 

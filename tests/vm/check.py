@@ -309,8 +309,12 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
         self.record_late(ios)
 
     def record_late(self, ios):
-        """`record -s 1` started with only nvmet loaded: every later module's hooks attached
-        while it ran, so both files hold fio's commands, with their host NQN."""
+        """`record -s 1` started with only nvmet (and nvme_core) loaded: the transport drivers'
+        hooks attached while it ran, so both files hold fio's commands, with their host NQN."""
+        log = os.path.join(self.dir, 'record-late.log')
+        late = re.findall(r'hook attached" hook="([a-z_]+)"', open(log).read()) if os.path.exists(log) else []
+        self.check(any(h.startswith('nvme_') for h in late) and any(h.startswith('nvmet_') for h in late),
+                   'late record: host and target transport hooks attached while it ran', str(late))
         code = os.path.join(self.dir, 'record-late-exit-code')
         self.check(os.path.exists(code) and open(code).read().strip() == '0', 'late record exited 0')
         for role in ('host', 'target'):

@@ -6,8 +6,8 @@ conf SCENARIO hotload
 lsmod >"$R/lsmod-start.txt"
 start_exporter || die "exporter start"
 scrape no-modules
-# `record` starts with only nvmet loaded: the host's hooks (nvme_core, its transports) and the
-# target transport's attach while it runs, as their modules load.
+# `record` starts with only nvmet loaded (and nvme_core, which it pulls in): the transport
+# drivers' hooks, host and target, attach while it runs, as their modules load.
 modprobe nvmet || fail "modprobe nvmet"
 $EXPORTER record --role=both -s 1 -o "$R/late" 2>"$R/record-late.log" &
 RECORD_PID=$!
@@ -39,7 +39,7 @@ until timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
 done
 mark nvmeof_hooks_attached
 deadline 180
-until grep -q 'hook="nvme_rq_end"' "$R/record-late.log" && grep -q "hook=\"nvmet_${1}_" "$R/record-late.log"; do
+until grep -q "hook=\"nvme_${1}_" "$R/record-late.log" && grep -q "hook=\"nvmet_${1}_" "$R/record-late.log"; do
 	before_deadline || { fail "record: late hooks not attached after 180 s"; break; }
 	sleep 1
 done

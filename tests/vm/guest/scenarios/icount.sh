@@ -5,6 +5,8 @@
 # rw (randread, randwrite), fio psync QD1 4 KiB, ICOUNT_IOS I/Os, once per mode:
 #   none none2           no tool, twice (the bench fails when the two disagree)
 #   s1 s8 s64            the exporter's bpf collector at sample_every 1, 8 and 64
+#   tp8                  1 in 8 with bpf.mechanism tp_btf: the tracepoint hooks only (merged
+#                        stages), what the function hooks' dispatch costs (not in the defaults)
 #   record               `record -s 8 --role=both`
 #   biolatency           Debian's libbpf-tools biolatency
 #   stats                the exporter at its default with kernel.bpf_stats_enabled: each
@@ -55,8 +57,8 @@ run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
 	done
 }
 
-with_exporter() { # MODE SAMPLE_EVERY
-	printf 'bpf:\n  sample_every: %s\n' "$2" >/tmp/icount.yml
+with_exporter() { # MODE SAMPLE_EVERY [MECHANISM]
+	printf 'bpf:\n  sample_every: %s\n  mechanism: %s\n' "$2" "${3:-auto}" >/tmp/icount.yml
 	EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter $1"
 	run_paths "$1"
 	stop_exporter
@@ -90,6 +92,7 @@ for mode in $MODES; do
 	s1) with_exporter s1 1 ;;
 	s8) with_exporter s8 8 ;;
 	s64) with_exporter s64 64 ;;
+	tp8) with_exporter tp8 8 tp_btf ;;
 	record) with_tool record "$R/record.log" recording \
 		$EXPORTER record --role=both -s 8 -o /tmp/icount.rec ;;
 	biolatency) with_tool biolatency "$R/biolatency.log" prog:block_rq_comp /usr/sbin/biolatency ;;
