@@ -249,6 +249,38 @@ constexpr std::string_view kHelpCtrls =
     "Target controllers connected now, per subsystem and host NQN (host NQNs past "
     "bpf.hostnqn_limit are \"other\"); controllers created since the exporter started.";
 
+// nvmeof_target_controllers, host NQNs past the limit folded, and the lifecycle self-metrics.
+void EmitTargetControllers(const LifecycleSnapshot& snap, HostnqnFolder& folder,
+                           const std::function<std::string(std::string_view)>& nqn_label,
+                           MetricSink& out) {
+  // Oldest first: the host NQNs that keep their name are those of the first controllers.
+  std::vector<const nvmeof_lc_ctrl*> by_age;
+  for (const auto& c : snap.ctrls) by_age.push_back(&c);
+  std::stable_sort(by_age.begin(), by_age.end(),
+                   [](const auto* a, const auto* b) { return a->created_ns < b->created_ns; });
+  std::map<Labels, std::uint64_t> ctrls;
+  for (const auto* cp : by_age) {
+    const auto& c = *cp;
+    std::string hostnqn(CString(c.hostnqn, sizeof(c.hostnqn)));
+    ++ctrls[{{"nqn", nqn_label(CString(c.nqn, sizeof(c.nqn)))},
+             {"hostnqn", folder.Label(hostnqn)}}];
+  }
+  for (const auto& [labels, n] : ctrls) {
+    out.Gauge("nvmeof_target_controllers", kHelpCtrls, labels, static_cast<double>(n));
+  }
+  out.Counter("nvmeof_exporter_bpf_hostnqn_folded_total",
+              "Distinct host NQNs counted as hostnqn=\"other\" (past bpf.hostnqn_limit).", {},
+              static_cast<double>(folder.folded()));
+  constexpr std::string_view kLost =
+      "Connection events the lifecycle eBPF programs could not record: counts_full = a new "
+      "event key did not fit, ctrls_full = a target controller did not fit.";
+  out.Counter("nvmeof_exporter_bpf_lifecycle_lost_events_total", kLost,
+              {{"reason", "counts_full"}},
+              static_cast<double>(snap.lost[NVMEOF_LC_LOST_COUNTS]));
+  out.Counter("nvmeof_exporter_bpf_lifecycle_lost_events_total", kLost, {{"reason", "ctrls_full"}},
+              static_cast<double>(snap.lost[NVMEOF_LC_LOST_CTRLS]));
+}
+
 }  // namespace
 
 void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
@@ -315,32 +347,7 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
   for (const auto& [key, v] : sums) {
     out.Counter(key.first, kHelp.at(key.first), key.second, static_cast<double>(v));
   }
-  // Oldest first: the host NQNs that keep their name are those of the first controllers.
-  std::vector<const nvmeof_lc_ctrl*> by_age;
-  for (const auto& c : snap.ctrls) by_age.push_back(&c);
-  std::stable_sort(by_age.begin(), by_age.end(),
-                   [](const auto* a, const auto* b) { return a->created_ns < b->created_ns; });
-  std::map<Labels, std::uint64_t> ctrls;
-  for (const auto* cp : by_age) {
-    const auto& c = *cp;
-    std::string hostnqn(CString(c.hostnqn, sizeof(c.hostnqn)));
-    ++ctrls[{{"nqn", nqn_label(CString(c.nqn, sizeof(c.nqn)))},
-             {"hostnqn", folder.Label(hostnqn)}}];
-  }
-  for (const auto& [labels, n] : ctrls) {
-    out.Gauge("nvmeof_target_controllers", kHelpCtrls, labels, static_cast<double>(n));
-  }
-  out.Counter("nvmeof_exporter_bpf_hostnqn_folded_total",
-              "Distinct host NQNs counted as hostnqn=\"other\" (past bpf.hostnqn_limit).", {},
-              static_cast<double>(folder.folded()));
-  constexpr std::string_view kLost =
-      "Connection events the lifecycle eBPF programs could not record: counts_full = a new "
-      "event key did not fit, ctrls_full = a target controller did not fit.";
-  out.Counter("nvmeof_exporter_bpf_lifecycle_lost_events_total", kLost,
-              {{"reason", "counts_full"}},
-              static_cast<double>(snap.lost[NVMEOF_LC_LOST_COUNTS]));
-  out.Counter("nvmeof_exporter_bpf_lifecycle_lost_events_total", kLost, {{"reason", "ctrls_full"}},
-              static_cast<double>(snap.lost[NVMEOF_LC_LOST_CTRLS]));
+  EmitTargetControllers(snap, folder, nqn_label, out);
 }
 
 }  // namespace nvmeof
