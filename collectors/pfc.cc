@@ -15,6 +15,7 @@
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/base/yaml.h"
+#include "collectors/kernel/netdev_sysfs.h"
 #include "collectors/kernel/rdma_sysfs.h"
 #include "collectors/registry.h"
 
@@ -261,7 +262,25 @@ class PfcCollector : public Collector {
         out.Skip();
         break;
     }
+    EmitEcn(netdev, out);
     return readable;
+  }
+
+  // RoCE ECN per priority where the driver exposes it (MLNX_OFED mlx5_core); PFC and ECN
+  // together make the fabric lossless and fair, so they are checked side by side.
+  void EmitEcn(const std::string& netdev, MetricSink& out) const {
+    for (const auto& s : ReadRoceEcn(paths_.sysfs, netdev)) {
+      if (!s.ok) {
+        out.Skip();
+        continue;
+      }
+      out.Gauge("nvmeof_rdma_ecn_enabled",
+                "1 if RoCE ECN is enabled on the priority, at the notification point (np: marks "
+                "CNPs back to the sender) or the reaction point (rp: slows down on CNPs), else "
+                "0 (mlx5 sysfs ecn/roce_<point>/enable/<priority>).",
+                {{"netdev", netdev}, {"priority", kPriorities[s.priority]}, {"point", s.point}},
+                s.enabled ? 1 : 0);
+    }
   }
 
   static void MapStats(const std::string& netdev, const Table& table,

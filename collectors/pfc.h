@@ -1,6 +1,7 @@
 // The pfc collector: PFC (802.1Qbb) and link-level (802.3x) pause frames and pause time per
 // priority and direction, pause storms and physical discards of the RDMA netdevs, from the
-// drivers' ethtool statistics (mlx5_core, ice, bnxt_en) and from DCB netlink (any DCB driver).
+// drivers' ethtool statistics (mlx5_core, ice, bnxt_en) and from DCB netlink (any DCB driver);
+// and the RoCE ECN switches per priority from sysfs (mlx5: class/net/<netdev>/ecn/).
 //
 // Where the numbers come from is behind NetdevStatsSource, so tests run on `ethtool -S` text
 // fixtures and production on the ioctl and netlink.

@@ -3,6 +3,8 @@
 // Per device: <dev>/{node_type,fw_ver,node_guid,hca_type,board_id} and <dev>/hw_counters/.
 // Per port:   <dev>/ports/N/{state,phys_state,rate,link_layer}, gid_attrs/ndevs/* (netdevs),
 //             counters/ (IB PMA port counters) and hw_counters/ (driver counters).
+// Per netdev bound to a port: class/net/<netdev>/mtu, and for RoCE ports the path MTU rdma_cm
+// derives from it (no sysfs or rdma netlink file carries a port's active MTU).
 // Needs no privileges: everything read here is world-readable.
 #include "collectors/rdma.h"
 
@@ -19,6 +21,7 @@
 
 #include "collectors/base/files.h"
 #include "collectors/base/yaml.h"
+#include "collectors/kernel/netdev_sysfs.h"
 #include "collectors/kernel/rdma_sysfs.h"
 #include "collectors/rdma_counter_map.h"
 #include "collectors/registry.h"
@@ -102,6 +105,26 @@ std::map<std::string, std::optional<std::uint64_t>> ReadHwCounters(const std::st
   return counters;
 }
 
+// The path MTU rdma_cm gives a RoCE connection over a netdev (cma_resolve_iboe_route ->
+// iboe_get_mtu, include/rdma/ib_addr.h): the largest IB MTU that fits the netdev MTU less the
+// RoCEv2 headers (GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4 = 96 bytes); 0 when
+// none fits, and then route resolution fails with EINVAL.
+std::uint64_t RocePathMtu(std::uint64_t netdev_mtu) {
+  constexpr std::uint64_t kHeaders = 96;
+  for (std::uint64_t mtu : {4096, 2048, 1024, 512, 256}) {
+    if (netdev_mtu >= mtu + kHeaders) return mtu;
+  }
+  return 0;
+}
+
+// A netdev a port is bound to; the MTUs are read once per netdev after all devices.
+struct BoundNetdev {
+  std::string device;
+  std::string port;
+  std::string netdev;
+  bool roce;  // a CA (not an iWARP RNIC) on an Ethernet link layer
+};
+
 class RdmaCollector : public Collector {
  public:
   explicit RdmaCollector(const CollectorOptions& options) : options_(options) {}
@@ -112,14 +135,17 @@ class RdmaCollector : public Collector {
     const std::string root = options_.paths.sysfs + "/class/infiniband";
     if (!IsDir(root)) return true;  // no RDMA stack loaded: nothing to report
     if (::access(root.c_str(), R_OK | X_OK) != 0) return false;
+    std::vector<BoundNetdev> bound;
     for (const auto& dev : ListDir(root)) {
-      if (options_.rdma.devices.Allows(dev)) CollectDevice(root + "/" + dev, dev, out);
+      if (options_.rdma.devices.Allows(dev)) CollectDevice(root + "/" + dev, dev, &bound, out);
     }
+    EmitMtus(bound, out);
     return true;
   }
 
  private:
-  void CollectDevice(const std::string& dir, const std::string& dev, MetricSink& out) {
+  void CollectDevice(const std::string& dir, const std::string& dev,
+                     std::vector<BoundNetdev>* bound, MetricSink& out) {
     auto attr = [&](const char* name) { return ReadFile(dir + "/" + name).value_or(""); };
     std::string node_type = attr("node_type");
     if (auto parsed = ParseNumberedName(node_type)) node_type = *parsed;
@@ -134,7 +160,8 @@ class RdmaCollector : public Collector {
 
     bool port_hw_counters = false;
     for (const auto& port : ListDir(dir + "/ports")) {
-      port_hw_counters |= CollectPort(dir + "/ports/" + port, dev, port, out);
+      port_hw_counters |=
+          CollectPort(dir + "/ports/" + port, dev, port, node_type == "CA", bound, out);
     }
 
     // Device-scope counters (mlx5, cxgb4, efa) get port="0". On mlx5 they repeat port 1's
@@ -144,12 +171,16 @@ class RdmaCollector : public Collector {
     if (IsDir(hw)) EmitHwCounters(ReadHwCounters(hw), dev, "0", !port_hw_counters, out);
   }
 
-  // Returns whether the port has a hw_counters directory.
+  // Returns whether the port has a hw_counters directory. `ca`: the device is a channel
+  // adapter (IB or RoCE), not an iWARP RNIC.
   bool CollectPort(const std::string& dir, const std::string& dev, const std::string& port,
-                   MetricSink& out) {
+                   bool ca, std::vector<BoundNetdev>* bound, MetricSink& out) {
     const std::string link_layer = ReadFile(dir + "/link_layer").value_or("");
     // IB ports have no netdev; a RoCE port normally has one (VLANs/bonds can add more).
     std::vector<std::string> netdevs = PortNetdevs(dir);
+    for (const auto& netdev : netdevs) {
+      bound->push_back({dev, port, netdev, ca && link_layer == "Ethernet"});
+    }
     if (netdevs.empty()) netdevs.push_back("");
     for (const auto& netdev : netdevs) {
       out.Gauge("nvmeof_rdma_port_info",
@@ -185,6 +216,44 @@ class RdmaCollector : public Collector {
     if (!IsDir(hw)) return false;
     EmitHwCounters(ReadHwCounters(hw), dev, port, true, out);
     return true;
+  }
+
+  // Each netdev's MTU once (rxe and siw often share one), then each RoCE port's path MTU. A
+  // netdev absent from class/net (another network namespace) is no data; a broken mtu file is
+  // a skipped series.
+  void EmitMtus(const std::vector<BoundNetdev>& bound, MetricSink& out) {
+    struct Mtu {
+      ReadStatus status = ReadStatus::kAbsent;
+      std::uint64_t bytes = 0;
+    };
+    std::map<std::string, Mtu> mtus;
+    for (const auto& b : bound) {
+      auto [it, fresh] = mtus.try_emplace(b.netdev);
+      if (!fresh) continue;
+      Mtu& m = it->second;
+      m.status = ReadNetdevMtu(options_.paths.sysfs, b.netdev, &m.bytes);
+      if (m.status == ReadStatus::kOk) {
+        out.Gauge("nvmeof_rdma_netdev_mtu_bytes",
+                  "MTU of a netdev an RDMA port is bound to (sysfs class/net/<netdev>/mtu).",
+                  {{"netdev", b.netdev}}, static_cast<double>(m.bytes));
+      } else if (m.status == ReadStatus::kFailed) {
+        out.Skip();
+      }
+    }
+    for (const auto& b : bound) {
+      if (!b.roce) continue;
+      const Mtu& m = mtus.at(b.netdev);
+      if (m.status != ReadStatus::kOk) {
+        if (m.status == ReadStatus::kFailed) out.Skip();
+        continue;
+      }
+      out.Gauge("nvmeof_rdma_roce_path_mtu_bytes",
+                "Path MTU rdma_cm gives RoCE connections over this port and netdev: the largest "
+                "IB MTU (256-4096) within the netdev MTU less 96 bytes of RoCEv2 headers "
+                "(kernel iboe_get_mtu); 0 when none fits and connects fail.",
+                {{"rdma_device", b.device}, {"rdma_port", b.port}, {"netdev", b.netdev}},
+                static_cast<double>(RocePathMtu(m.bytes)));
+    }
   }
 
   // A state file ("4: ACTIVE") as one-hot; a state we do not know (NOP, "<unknown>") leaves

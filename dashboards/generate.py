@@ -154,6 +154,53 @@ def hist_sum(rate_of):
 FABRIC = "rdma|tcp|fc"
 
 
+def connections(d, I):
+    """The connection lifecycle, counted by the eBPF lifecycle hooks at every event (also
+    between two scrapes): docs/connections.md walks through these panels in order."""
+    d.row("Connections")
+    bars = dict(draw="bars")
+    d.panel("timeseries", "Failed connects (host)",
+            "Connect attempts that failed on the hosts, by target address and errno or NVMe "
+            "status (alert: NvmeofHostConnectFailures).", "short",
+            [(f"sum by (instance, traddr, trsvcid, error) "
+              f"(increase(nvmeof_controller_connect_failures_total{{{I}}}[{RI}]))",
+              "{{instance}} -> {{traddr}}:{{trsvcid}} {{error}}")], w=8, **bars)
+    d.panel("timeseries", "RDMA-CM events",
+            "RDMA connection manager events by event and status (reject reason or errno): "
+            "rejected = nothing listens / refused, unreachable = no answer (alert: "
+            "RdmaCmConnectFailures).", "short",
+            [(f"sum by (instance, event, status) "
+              f"(increase(nvmeof_rdma_cm_events_total{{{I}}}[{RI}]))",
+              "{{instance}} {{event}} {{status}}")], w=8, **bars)
+    d.panel("timeseries", "Connect commands (target)",
+            "Fabrics Connect commands the targets answered, per subsystem, queue type and "
+            "result: success, or the NVMe status (invalid_host: not in allowed_hosts; alert: "
+            "NvmeofTargetConnectRejected).", "short",
+            [(f'sum by (instance, nqn, queue, result) '
+              f'(increase(nvmeof_target_connects_total{{{I}, nqn=~"$nqn"}}[{RI}]))',
+              "{{instance}} {{nqn}} {{queue}} {{result}}")], w=8, **bars)
+    d.panel("timeseries", "Controller state transitions (host)",
+            "Host controller state transitions, also those between two scrapes; to=connecting "
+            "is a reconnect (alert: NvmeofControllerFlapping at 3 in 10 minutes).", "short",
+            [(f"sum by (instance, controller, from, to) "
+              f"(increase(nvmeof_controller_state_transitions_total{{{I}}}[{RI}]))",
+              "{{instance}} {{controller}} {{from}} -> {{to}}")], w=8, **bars)
+    d.panel("timeseries", "Keep-alive failures and expiries",
+            "Host keep-alives that failed (per controller) and target controllers torn down "
+            "because their keep-alive expired (per subsystem) (alerts: "
+            "NvmeofHostKeepAliveFailures, NvmeofTargetKeepAliveExpired).", "short",
+            [(f"sum by (instance, controller) "
+              f"(increase(nvmeof_controller_keep_alive_failures_total{{{I}}}[{RI}]))",
+              "{{instance}} {{controller}} host keep-alive failed"),
+             (f'sum by (instance, nqn) '
+              f'(increase(nvmeof_target_keep_alive_expiries_total{{{I}, nqn=~"$nqn"}}[{RI}]))',
+              "{{instance}} {{nqn}} target keep-alive expired")], w=8, **bars)
+    d.panel("table", "Connected hosts (target)",
+            "Controllers connected now per subsystem and host NQN (past the exporter's host "
+            "NQN limit, hostnqn=\"other\").", "none",
+            [f'nvmeof_target_controllers{{{I}, nqn=~"$nqn"}}'], w=8)
+
+
 def latency():
     d = Dashboard("nvmeof-latency", "NVMe-oF latency",
                   "Where each NVMe-oF command spends its time, per stage, on the host and on the "
@@ -230,6 +277,8 @@ def latency():
               "{{instance}} {{controller}} reconnects"),
              (f"increase(nvmeof_controller_command_errors_total{{{I}}}[{RI}])",
               "{{instance}} {{controller}} command errors")], w=24)
+
+    connections(d, I)
 
     STG = "nvmeof_stage_latency_seconds"
     for role, sel, who in (("host", HS, "Host"), ("target", T, "Target")):
@@ -374,6 +423,23 @@ def fabric():
     d.panel("timeseries", "Packets", "Packets per second (port counters).", "pps",
             [(f"rate(nvmeof_rdma_port_transmit_packets_total{{{D}}}[{RI}])", port + " tx"),
              (f"rate(nvmeof_rdma_port_receive_packets_total{{{D}}}[{RI}])", port + " rx")])
+
+    d.row("Connections: fabric settings")
+    d.panel("table", "RoCE path MTU and netdev MTU",
+            "Per RoCE port: the path MTU rdma_cm gives its connections (the netdev MTU less 96 "
+            "bytes of headers, rounded down to an IB MTU) and the netdev MTU. Every node of a "
+            "fabric should show the same (alert: RdmaFabricMtuMismatch).", "bytes",
+            [(f"nvmeof_rdma_roce_path_mtu_bytes{{{D}}}", ""),
+             (f"nvmeof_rdma_netdev_mtu_bytes{{{N}}}", "")], w=8)
+    d.panel("table", "PFC enabled per priority (all)",
+            "PFC per netdev and priority, 1 = on (DCB netlink). Must be the same on every node "
+            "of a fabric (alert: RdmaFabricPfcMismatch).", "none",
+            [f"nvmeof_rdma_dcb_pfc_enabled{{{N}}}"], w=8)
+    d.panel("table", "RoCE ECN per priority",
+            "RoCE ECN per netdev, priority and point (np: send CNPs, rp: slow down on CNPs), "
+            "1 = on (mlx5). Must be the same on every node of a fabric (alert: "
+            "RdmaFabricEcnMismatch).", "none",
+            [f"nvmeof_rdma_ecn_enabled{{{N}}}"], w=8)
 
     d.row("PFC and pause")
     d.panel("timeseries", "PFC pause frames per priority",

@@ -35,6 +35,11 @@ python3 stdlib only. Usage:
 --topology: an exporter /metrics text whose nvmeof_namespace_info and nvmeof_controller_info
 series are copied to the host instance (the host's controllers and their NQNs: what the
 network-estimate rule joins on).
+Always, SYNTHETIC too: the connection lifecycle counters (nvmeof_rdma_cm_events_total,
+nvmeof_controller_state_transitions_total, ..., nvmeof_target_controllers) of the host and target
+instances, which only the eBPF lifecycle hooks on a kernel with NVMe-oF modules produce: a
+reconnecting controller, a refused Connect and a keep-alive expiry, for the "Connections" panels
+and the connection alerts.
 --with-bpf: also emit eBPF self-metrics and block-layer histograms for the host instance (only
 used when the exporter under test was built without the bpf collector).
 """
@@ -285,6 +290,7 @@ def main():
                 rows[m.group(1)].append((dict(labels, **inst[0]), m.group(3)))
         for family, r in rows.items():
             gauge_family(out, family, r, ts)
+    emit_lifecycle(out, inst[0], inst[1], args.end, ts)
     if args.with_bpf:
         emit_bpf(out, inst[0], args, ts)
     if args.vm_replay:
@@ -292,6 +298,47 @@ def main():
     out.append("# EOF")
     with open(args.out, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+class Ramp:
+    """A counter that grows at `rate` per second from `t0` (0 before)."""
+
+    def __init__(self, labels, rate, t0):
+        self.labels, self.rate, self.t0 = labels, rate, t0
+
+    def count(self, t):
+        return round(max(0.0, t - self.t0) * self.rate, 6)
+
+
+def emit_lifecycle(out, host, target, end, ts):
+    """Connection lifecycle counters (see the module docstring): started 10 minutes ago, a
+    controller flapping about once a minute, a host NQN refused twice a minute, an RDMA-CM reject
+    and a keep-alive failure/expiry now and then."""
+    t0 = end - 10 * 60
+    ssd, nul = "nqn.2024-06.io.example:ssd-pool", "nqn.2024-06.io.example:null-test"
+    cm = [Ramp(dict(host, event=e, status=st, rdma_device="mlx5_0", rdma_port="1"), r, t0)
+          for e, st, r in (("established", "ok", 0.02), ("disconnected", "ok", 0.02),
+                           ("rejected", "invalid_service_id", 0.01),
+                           ("unreachable", "etimedout", 0.005))]
+    counter_family(out, "nvmeof_rdma_cm_events", cm, ts)
+    trans = [Ramp(dict(host, controller="nvme0", **{"from": f, "to": to}), 1 / 60, t0)
+             for f, to in (("live", "resetting"), ("resetting", "connecting"),
+                           ("connecting", "live"))]
+    counter_family(out, "nvmeof_controller_state_transitions", trans, ts)
+    counter_family(out, "nvmeof_controller_connect_failures", [Ramp(
+        dict(host, transport="rdma", traddr="10.0.0.9", trsvcid="4420", error="etimedout"),
+        0.01, t0)], ts)
+    counter_family(out, "nvmeof_controller_keep_alive_failures",
+                   [Ramp(dict(host, controller="nvme0"), 1 / 120, t0)], ts)
+    counter_family(out, "nvmeof_target_connects", [
+        Ramp(dict(target, nqn=ssd, queue="admin", result="success"), 1 / 60, t0),
+        Ramp(dict(target, nqn=ssd, queue="io", result="success"), 2 / 60, t0),
+        Ramp(dict(target, nqn=ssd, queue="admin", result="invalid_host"), 2 / 60, t0)], ts)
+    counter_family(out, "nvmeof_target_keep_alive_expiries",
+                   [Ramp(dict(target, nqn=ssd), 1 / 120, t0)], ts)
+    gauge_family(out, "nvmeof_target_controllers", [
+        (dict(target, nqn=ssd, hostnqn="nqn.2014-08.org.nvmexpress:uuid:host-a"), 1),
+        (dict(target, nqn=nul, hostnqn="nqn.2014-08.org.nvmexpress:uuid:host-a"), 1)], ts)
 
 
 def replay(out, args, ts):

@@ -90,6 +90,9 @@ scrape_configs:
       - {target_label: service, replacement: nvmeof-exporter}
       - {target_label: endpoint, replacement: metrics}
       - {source_labels: [__address__], regex: '([^:]+):.*', target_label: pod, replacement: 'nvmeof-exporter-\$1'}
+      # The fabric the node belongs to (deploy/prometheus/prometheus.yml): the fabric rules of
+      # nvmeof-connections.rules.yml compare only series that carry one.
+      - {target_label: fabric, replacement: roce-a}
 YAML
 promtool check config "$WORK/prometheus.yml" >"$WORK/check-config.log" 2>&1 ||
   fail "promtool check config: $(cat "$WORK/check-config.log")"
@@ -146,6 +149,14 @@ EXPECT=(
   --expect-firing RdmaEcnCongestion
   # the synthetic day-2 regression of ssd-pool's storage stage (writes)
   --expect-firing NvmeofLatencyRegression --expect-firing NvmeofStageLatencyRegression
+  # fabric roce-a (the fixture exporter alone): rxe0 on veth0 (MTU 1500, RoCE path MTU 1024)
+  # beside mlx5_0 and bnxt_re0 at 4096; ECN and PFC differ only on mlx5_2, whose port is down
+  --expect-firing RdmaFabricMtuMismatch --expect-quiet RdmaFabricEcnMismatch
+  --expect-quiet RdmaFabricPfcMismatch
+  # the synthetic connection lifecycle (synthetic_nvmeof.py emit_lifecycle)
+  --expect-firing NvmeofHostConnectFailures --expect-firing NvmeofTargetConnectRejected
+  --expect-firing NvmeofControllerFlapping --expect-firing NvmeofHostKeepAliveFailures
+  --expect-firing NvmeofTargetKeepAliveExpired --expect-firing RdmaCmConnectFailures
   # healthy on this data: nvme1n1 still has a live path, mlx5_2 was never up, exporters run
   --expect-quiet NvmeofNamespaceNoUsablePath --expect-quiet RdmaPortDown
   --expect-quiet NvmeofExporterDown --expect-quiet NvmeofExporterCollectorFailing

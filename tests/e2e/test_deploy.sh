@@ -228,7 +228,12 @@ if command -v promtool >/dev/null; then
   sed -n '/^  groups:/,$p' "$WORK/prometheusrule.yaml" | sed 's/^  //' >"$WORK/roundtrip.yml"
   promtool check rules "$WORK/roundtrip.yml" >"$WORK/roundtrip.log" 2>&1 ||
     fail "PrometheusRule from prometheusrule.sh: $(cat "$WORK/roundtrip.log")"
-  pass "prometheusrule.sh: $(grep -o '[0-9]* rules found' "$WORK/roundtrip.log")"
+  # Every rule of every file (new rule files included, e.g. nvmeof-fleet and -connections).
+  want=$(promtool check rules "$REPO"/deploy/prometheus/*.rules.yml 2>&1 | grep -o '[0-9]* rules found' |
+    awk '{n += $1} END {print n}')
+  got=$(grep -o '[0-9]* rules found' "$WORK/roundtrip.log" | awk '{print $1}')
+  [ "$got" = "$want" ] || fail "prometheusrule.sh: $got rules, deploy/prometheus/*.rules.yml has $want"
+  pass "prometheusrule.sh: $got rules found, all of deploy/prometheus/*.rules.yml"
 fi
 PROV="$REPO/deploy/grafana/provisioning"
 grep -q 'path: /var/lib/grafana/dashboards/nvmeof' "$PROV/dashboards/nvmeof.yaml" ||

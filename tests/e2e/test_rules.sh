@@ -14,8 +14,10 @@ pass "promtool check rules: $(grep -o '[0-9]* rules found' "$WORK/check.log" | t
   fail "promtool test rules: $(cat "$WORK/test.log")"
 pass "promtool test rules: $(grep -c SUCCESS "$WORK/test.log") test files"
 
-python3 "$E2E_DIR/dashboards_check.py" rules-coverage "$RULES/nvmeof-alerts.rules.yml" "$RULES"/tests/*.test.yml ||
-  fail "rules coverage"
+python3 "$E2E_DIR/dashboards_check.py" rules-coverage "$RULES/nvmeof-alerts.rules.yml" \
+  "$RULES"/tests/nvmeof-alerts.test.yml "$RULES"/tests/nvmeof-latency-*.test.yml || fail "rules coverage"
+python3 "$E2E_DIR/dashboards_check.py" rules-coverage "$RULES/nvmeof-connections.rules.yml" \
+  "$RULES"/tests/nvmeof-connections.test.yml || fail "rules coverage (connections)"
 python3 "$E2E_DIR/dashboards_check.py" recording-rules "$RULES/nvmeof-recording.rules.yml" \
   "$RULES/nvmeof-alerts.rules.yml" "$E2E_DIR/../../dashboards" || fail "recording rules"
 
@@ -77,6 +79,12 @@ add() { amtool --alertmanager.url="$AM" alert add "$@" >/dev/null || fail "amtoo
 add alertname=NvmeofControllerNotLive severity=warning nqn=nqn.x:pool-a transport=rdma
 add alertname=NvmeofStageLatencyRegression severity=info instance=t1 role=target nqn=nqn.x:pool-a stage=storage
 add alertname=NvmeofStageLatencyRegression severity=info instance=t2 role=target nqn=nqn.x:pool-b stage=storage
+# ... and on the hosts: their latency alerts carry the subsystem's nqn (joined from
+# nvmeof_namespace_info / nvmeof_controller_info), so the same maintenance mutes them, and
+# their controllers flapping to that target.
+add alertname=NvmeofLatencyRegression severity=warning instance=h4 role=host nqn=nqn.x:pool-a nvme_namespace=nvme0n1
+add alertname=NvmeofLatencyRegression severity=warning instance=h4 role=host nqn=nqn.x:pool-b nvme_namespace=nvme1n1
+add alertname=NvmeofControllerFlapping severity=warning instance=h2 controller=nvme0 nqn=nqn.x:pool-a
 # A pause storm on h1 eth0.
 add alertname=RdmaPfcPauseStorm severity=critical instance=h1 netdev=eth0
 add alertname=RdmaPfcPausedHigh severity=warning instance=h1 netdev=eth0
@@ -90,6 +98,9 @@ want = {  # (alertname, instance, nqn) -> suppressed?
     ("NvmeofControllerNotLive", "", "nqn.x:pool-a"): False,
     ("NvmeofStageLatencyRegression", "t1", "nqn.x:pool-a"): True,
     ("NvmeofStageLatencyRegression", "t2", "nqn.x:pool-b"): False,
+    ("NvmeofLatencyRegression", "h4", "nqn.x:pool-a"): True,
+    ("NvmeofLatencyRegression", "h4", "nqn.x:pool-b"): False,
+    ("NvmeofControllerFlapping", "h2", "nqn.x:pool-a"): True,
     ("RdmaPfcPauseStorm", "h1", ""): False,
     ("RdmaPfcPausedHigh", "h1", ""): True,
     ("RdmaPfcPausedHigh", "h2", ""): False,

@@ -53,7 +53,7 @@ std::vector<std::string> AllSeries(const MetricSink& sink) {
         "nvmeof_rdma_link_pause_transitions_total", "nvmeof_rdma_pause_storm_events_total",
         "nvmeof_rdma_phy_discards_total", "nvmeof_rdma_priority_discards_total",
         "nvmeof_rdma_dcb_pfc_enabled", "nvmeof_rdma_dcb_pfc_requests_total",
-        "nvmeof_rdma_dcb_pfc_indications_total"}) {
+        "nvmeof_rdma_dcb_pfc_indications_total", "nvmeof_rdma_ecn_enabled"}) {
     const auto* f = sink.Find(name);
     if (!f) continue;
     for (const auto& m : f->metric) {
@@ -319,6 +319,46 @@ TEST(PfcEmpty, NoRootNoNetdevsIsSuccessWithoutSeries) {
   MetricSink sink;
   EXPECT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", kEthtool))->Collect(sink));
   EXPECT_TRUE(sink.Empty());
+}
+
+// ---- RoCE ECN switches (mlx5: class/net/<netdev>/ecn/roce_{np,rp}/enable/<prio>) -----------
+
+TEST_F(PfcFixtureTest, EcnPerPriorityAndPoint) {
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_ecn_enabled"), 32);  // two mlx5 netdevs x np/rp x 8
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_ecn_enabled", {{"netdev", "ens1f0np0"}, {"point", "np"}}),
+            8);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_ecn_enabled",
+                  {{"netdev", "ens1f0np0"}, {"point", "rp"}, {"priority", "3"}}),
+            1);
+  // The second port's reaction point is off on priority 3 only.
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_ecn_enabled",
+                  {{"netdev", "ens1f1np1"}, {"point", "rp"}, {"priority", "3"}}),
+            0);
+  EXPECT_EQ(Value(sink_, "nvmeof_rdma_ecn_enabled",
+                  {{"netdev", "ens1f1np1"}, {"point", "np"}, {"priority", "3"}}),
+            1);
+  // Drivers without ECN files (ice, bnxt_en, veth) have no series: not an error.
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_ecn_enabled", {{"netdev", "ens2f0"}}), 0);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_ecn_enabled", {{"netdev", "veth0"}}), 0);
+}
+
+TEST(PfcEcn, BadSwitchFilesAreSkippedNotZero) {
+  PfcTree t;
+  t.RdmaDevice("mlx5_0", "ens1f0np0");
+  const std::string np = "sys/class/net/ens1f0np0/ecn/roce_np/enable/";
+  for (int p = 0; p < 8; ++p) t.Write(np + std::to_string(p), "1\n");
+  t.Write(np + "1", "2\n");        // not a switch value
+  t.Write(np + "2", "enabled\n");  // garbage
+  t.Write(np + "3", "");           // empty
+  fs::remove(t.path() + "/" + np + "4");                     // missing
+  fs::remove(t.path() + "/" + np + "5");                     // unreadable: a directory
+  fs::create_directories(t.path() + "/" + np + "5");
+  MetricSink sink;
+  ASSERT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", kEthtool))->Collect(sink));
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_ecn_enabled"), 3);  // priorities 0, 6, 7
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_ecn_enabled", {{"priority", "1"}}), 0);
+  EXPECT_EQ(Count(sink, "nvmeof_rdma_ecn_enabled", {{"point", "rp"}}), 0);  // no rp directory
+  EXPECT_EQ(sink.skipped(), 5u);
 }
 
 // ---- Malformed and missing fixture data --------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "collectors/rdma_counter_map.h"
 #include "collectors/registry.h"
@@ -535,6 +536,99 @@ TEST(RdmaCollector, RepeatedScrapesAreIdentical) {
   for (size_t i = 0; i < fa.size(); ++i) {
     EXPECT_EQ(fa[i].name, fb[i].name);
     EXPECT_EQ(fa[i].metric.size(), fb[i].metric.size()) << fa[i].name;
+  }
+}
+
+// ---- MTUs: class/net/<netdev>/mtu and the RoCE path MTU rdma_cm derives from it --------------
+
+TEST(RdmaMtu, FixtureNetdevAndRocePathMtus) {
+  auto s = ScrapeRdma(kSysfs);
+  ASSERT_TRUE(s.ok);
+  auto netdev_mtu = [&](const std::string& netdev) {
+    return Value(s.sink, "nvmeof_rdma_netdev_mtu_bytes", {{"netdev", netdev}});
+  };
+  EXPECT_EQ(netdev_mtu("ens1f0np0"), 9000);
+  EXPECT_EQ(netdev_mtu("ens1f1np1"), 1500);
+  EXPECT_EQ(netdev_mtu("ens2f0"), 9000);
+  EXPECT_EQ(netdev_mtu("ens3f0np0"), 4200);
+  EXPECT_EQ(netdev_mtu("veth0"), 1500);
+  EXPECT_FALSE(netdev_mtu("eth1"));  // siw0's netdev is not in the fixture's class/net
+  EXPECT_EQ(Find(s.sink, "nvmeof_rdma_netdev_mtu_bytes", {}).size(), 5u);
+
+  auto roce = [&](const std::string& dev) {
+    return Value(s.sink, "nvmeof_rdma_roce_path_mtu_bytes",
+                 {{"rdma_device", dev}, {"rdma_port", "1"}});
+  };
+  EXPECT_EQ(roce("mlx5_0"), 4096);
+  EXPECT_EQ(roce("mlx5_2"), 1024);    // 1500 - 96 = 1404: 2048 does not fit
+  EXPECT_EQ(roce("bnxt_re0"), 4096);  // 4200 - 96 = 4104
+  EXPECT_EQ(roce("rxe0"), 1024);
+  EXPECT_FALSE(roce("irdma0"));  // iWARP (RNIC) runs over TCP: no RoCE path MTU
+  EXPECT_FALSE(roce("siw0"));
+  EXPECT_FALSE(roce("mlx5_1"));  // InfiniBand: no netdev
+  const auto found = Find(s.sink, "nvmeof_rdma_roce_path_mtu_bytes", {{"rdma_device", "mlx5_0"}});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(Label(*found[0], "netdev"), "ens1f0np0");
+}
+
+TEST(RdmaMtu, RocePathMtuEdgesFollowIboeGetMtu) {
+  // netdev MTU -> path MTU: an IB MTU fits when netdev MTU >= IB MTU + 96.
+  const std::pair<int, int> cases[] = {{4192, 4096}, {4191, 2048}, {2144, 2048}, {2143, 1024},
+                                       {1500, 1024}, {1120, 1024}, {1119, 512},  {352, 256},
+                                       {351, 0},     {68, 0},      {65535, 4096}};
+  for (const auto& [netdev_mtu, want] : cases) {
+    TempSysfs t;
+    t.Port("mlx5_0", "1", "4: ACTIVE", "100 Gb/sec (4X EDR)");
+    t.Write("class/infiniband/mlx5_0/node_type", "1: CA");
+    t.Write("class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "ens1f0np0");
+    t.Write("class/net/ens1f0np0/mtu", std::to_string(netdev_mtu));
+    auto s = ScrapeRdma(t.root());
+    EXPECT_EQ(Value(s.sink, "nvmeof_rdma_roce_path_mtu_bytes", {{"rdma_device", "mlx5_0"}}),
+              want)
+        << "netdev MTU " << netdev_mtu;
+    EXPECT_EQ(s.sink.skipped(), 0u);
+  }
+}
+
+TEST(RdmaMtu, SharedNetdevIsReadOnce) {
+  TempSysfs t;
+  for (const std::string dev : {"rxe0", "siw0"}) {
+    t.Port(dev, "1", "4: ACTIVE", "10 Gb/sec (1X QDR)");
+    t.Write("class/infiniband/" + dev + "/ports/1/gid_attrs/ndevs/0", "eth0");
+  }
+  t.Write("class/infiniband/rxe0/node_type", "1: CA");
+  t.Write("class/infiniband/siw0/node_type", "4: RNIC");
+  t.Write("class/net/eth0/mtu", "1500");
+  auto s = ScrapeRdma(t.root());
+  EXPECT_EQ(Find(s.sink, "nvmeof_rdma_netdev_mtu_bytes", {}).size(), 1u);
+  EXPECT_EQ(Find(s.sink, "nvmeof_rdma_roce_path_mtu_bytes", {}).size(), 1u);
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_roce_path_mtu_bytes", {{"rdma_device", "rxe0"}}), 1024);
+}
+
+TEST(RdmaMtu, BadMtuFilesAreSkippedNotZero) {
+  // Garbage, empty, missing and unreadable (a directory: read fails like EACCES or EIO) mtu
+  // files: no netdev series and no RoCE series, each counted as skipped; a netdev absent from
+  // class/net (another network namespace) is no data and no skip.
+  const std::string bad[] = {"garbage", "", "-1", "<missing>", "<dir>"};
+  for (const auto& content : bad) {
+    TempSysfs t;
+    t.Port("mlx5_0", "1", "4: ACTIVE", "100 Gb/sec (4X EDR)");
+    t.Write("class/infiniband/mlx5_0/node_type", "1: CA");
+    t.Write("class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "ens1f0np0");
+    t.Write("class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/1", "elsewhere0");
+    if (content == "<dir>") {
+      fs::create_directories(t.root() + "/class/net/ens1f0np0/mtu");
+    } else if (content == "<missing>") {
+      fs::create_directories(t.root() + "/class/net/ens1f0np0");
+    } else {
+      t.Write("class/net/ens1f0np0/mtu", content);
+    }
+    auto s = ScrapeRdma(t.root());
+    EXPECT_TRUE(s.ok);
+    EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_netdev_mtu_bytes", {}).empty()) << content;
+    EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_roce_path_mtu_bytes", {}).empty()) << content;
+    EXPECT_EQ(s.sink.skipped(), 2u) << content;  // the netdev's MTU and the port's path MTU
+    EXPECT_EQ(Find(s.sink, "nvmeof_rdma_port_info", {}).size(), 2u);
   }
 }
 

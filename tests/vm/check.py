@@ -149,6 +149,23 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
         self.check(len(current) == 1 and 'active' in current[0].lower(),
                    '%s nvmeof_rdma_port_state of %s/%s is ACTIVE' % (where, e['RXE_DEV'], e['RXE_PORT']),
                    'states set: %s' % current)
+        self.rdma_mtu(samples, where)
+
+    def rdma_mtu(self, samples, where):
+        """The netdev MTU as the guest read it, and the RoCE path MTU derived from it (the
+        kernel's iboe_get_mtu), equal to what ibv_devinfo reports as rxe0's active_mtu."""
+        e = self.env
+        mtu, active = e['VETH_MTU'], e['RXE_ACTIVE_MTU']
+        if not self.check(mtu.isdigit() and active.isdigit(), '%s guest read the MTUs' % where,
+                          'VETH_MTU=%s RXE_ACTIVE_MTU=%s' % (mtu, active)):
+            return
+        want = next((m for m in (4096, 2048, 1024, 512, 256) if int(mtu) >= m + 96), 0)
+        self.expect_one(samples, where, 'nvmeof_rdma_netdev_mtu_bytes', float(mtu),
+                        netdev=e['RXE_NETDEV'])
+        self.expect_one(samples, where, 'nvmeof_rdma_roce_path_mtu_bytes', float(want),
+                        rdma_device=e['RXE_DEV'], rdma_port=e['RXE_PORT'], netdev=e['RXE_NETDEV'])
+        self.check(int(active) == want, '%s ibv_devinfo active_mtu %s equals the RoCE path MTU %d'
+                   % (where, active, want))
 
     def rdma_counters_bracketed(self, samples, name):
         """Each exported hw_counter lies between the kernel's values read before and after."""

@@ -54,6 +54,10 @@ setup_net() {
 	conf RXE_DEV rxe0
 	conf RXE_PORT 1
 	conf RXE_NETDEV veth0
+	# What the exporter's MTU gauges must match: the netdev MTU, and the active MTU the rxe
+	# driver reports through uverbs ("active_mtu:		1024 (3)").
+	conf VETH_MTU "$(cat /sys/class/net/veth0/mtu)"
+	conf RXE_ACTIVE_MTU "$(ibv_devinfo -d rxe0 2>/dev/null | awk '$1 == "active_mtu:" {print $2; exit}')"
 	mark rxe_up
 }
 
