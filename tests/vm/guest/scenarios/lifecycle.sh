@@ -95,10 +95,12 @@ P1=$CFG/ports/1
 mkdir "$P1" && echo rdma >"$P1/addr_trtype" && echo ipv4 >"$P1/addr_adrfam" &&
 	echo $IP >"$P1/addr_traddr" && echo 4420 >"$P1/addr_trsvcid" &&
 	ln -s "$CFG/subsystems/$NQN" "$P1/subsystems/$NQN" || die "nvmet rdma port"
+# Our CM hook, and the stage collector's nvme_rdma hooks: it lets go of those (so that rmmod
+# works) only once a poll of its, after they attached, has seen an RDMA controller.
 deadline 120
-until timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
-	grep -q '^nvmeof_exporter_bpf_hook_attached{hook="rdma_cm_event_handler".*} 1$'; do
-	before_deadline || die "rdma_cm_event_handler not attached"
+until [ "$(timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
+	grep -cE '^nvmeof_exporter_bpf_hook_attached\{hook="(rdma_cm_event_handler|nvme_rdma_post_send)".*\} 1$')" = 2 ]; do
+	before_deadline || die "rdma_cm_event_handler or nvme_rdma_post_send not attached"
 	sleep 1
 done
 phase_scrape rdma-start
@@ -114,8 +116,7 @@ done
 [ -n "$CTRL" ] && wait_state live 30 || die "rdma controller"
 conf RDMA_CTRL "$CTRL"
 phase_scrape rdma-connected
-# The stage collector lets go of its nvme_rdma hooks (so that rmmod works) only once its 2 s poll
-# has seen a controller of that transport: keep this one over a few polls.
+# Over a few of the stage collector's 2 s polls (see above).
 sleep 5
 echo 1 >/sys/class/nvme/$CTRL/delete_controller
 wait_state gone 30
