@@ -7,6 +7,7 @@
 #define NVMEOF_BPF_NVMEOF_COMMON_BPF_H_
 
 #include "core_shims.h"
+#include "classes.h"
 #include "nvmeof_maps.h"
 
 /* A pointer argument as a plain number. In tp_btf/fentry programs the verifier types pointer
@@ -86,15 +87,6 @@ static __always_inline bool nvmeof_target_pick(struct nvmet_req___nv* req, bool 
          nvmeof_pick(w->slba, w->cid, every);
 }
 
-/* Size class of a command's data: 1 up to 4 KiB, 2 to 16 KiB, 3 to 64 KiB, 4 to 256 KiB, 5 more. */
-static __always_inline __u8 nvmeof_size_class(__u64 bytes) {
-  if (bytes <= 4096) return 1;
-  if (bytes <= 16384) return 2;
-  if (bytes <= 65536) return 3;
-  if (bytes <= 262144) return 4;
-  return 5;
-}
-
 /* The struct request of a driver's per-request data (blk_mq_rq_to_pdu() places it right after
  * struct request). */
 static __always_inline __u64 rq_from_pdu(__u64 pdu) {
@@ -117,22 +109,6 @@ static __always_inline __u64 rdma_sent_rq(struct ib_wc___nv* wc) {
   __u64 req = cqe - bpf_core_field_offset(struct nvme_rdma_qe___nv, cqe) -
               bpf_core_field_offset(struct nvme_rdma_request___nv, sqe);
   return cqe ? rq_from_pdu(req) : 0;
-}
-
-/* NVMe I/O opcode -> NVMEOF_OP_*. */
-static __always_inline __u8 nvme_op(__u8 opcode) {
-  switch (opcode) {
-    case 0x02:
-      return NVMEOF_OP_READ;
-    case 0x01:
-      return NVMEOF_OP_WRITE;
-    case 0x00:
-      return NVMEOF_OP_FLUSH;
-    case 0x09: /* dataset management (deallocate) */
-      return NVMEOF_OP_DISCARD;
-    default:
-      return NVMEOF_OP_OTHER;
-  }
 }
 
 /* The nvmet_req inside an nvmet_rdma_rsp, from the completion's ib_cqe at `cqe_offset`. */

@@ -7,6 +7,7 @@
 #ifndef NVMEOF_BPF_NVMEOF_MAPS_H_
 #define NVMEOF_BPF_NVMEOF_MAPS_H_
 
+#include "classes.h"
 #include "hist.h"
 
 enum nvmeof_role {
@@ -59,8 +60,7 @@ enum nvmeof_detail {
 #define NVMEOF_TRTYPE_TCP 3
 #define NVMEOF_TRTYPE_LOOP 254
 
-/* Size classes of the optional `size` label: <=4KiB, <=16KiB, <=64KiB, <=256KiB, larger. */
-#define NVMEOF_SIZE_CLASSES 5
+/* Size classes of the optional `size` label (NVMEOF_SIZE_CLASSES): classes.h. */
 
 struct nvmeof_series {
   /* host: struct gendisk address, or the controller instance (nvme<N>) at controller detail;

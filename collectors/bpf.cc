@@ -34,9 +34,16 @@ constexpr std::string_view kHelpLost =
     "full (untimed), nvmeof_map_full = a new NVMe-oF series did not fit, recursion = program "
     "runs the kernel skipped.";
 
-std::string_view SizeClassName(std::uint8_t size) {
-  static constexpr std::string_view kNames[] = {"", "4KiB", "16KiB", "64KiB", "256KiB", "larger"};
-  return size <= NVMEOF_SIZE_CLASSES ? kNames[size] : "unknown";
+// One nvmeof_exporter_bpf_hook_attached per planned hook; attached only when `loaded`.
+void EmitHooks(const AttachPlan& plan, bool loaded, MetricSink& out) {
+  for (const auto& h : plan.hooks) {
+    out.Gauge("nvmeof_exporter_bpf_hook_attached",
+              "1 if the eBPF hook is attached, with the mechanism used (none if missing).",
+              {{"hook", std::string(h.hook->name)},
+               {"mechanism", std::string(h.chosen ? MechanismName(h.chosen->mechanism) : "none")},
+               {"required", h.hook->required ? "true" : "false"}},
+              h.chosen && loaded ? 1 : 0);
+  }
 }
 
 // Run counts and CPU time per program; only while BPF stats are on (else they stand still).
@@ -104,14 +111,7 @@ class BpfCollector : public Collector {
     out.Gauge("nvmeof_exporter_bpf_available",
               "1 if eBPF stage latency is collected; else 0 and `reason` says why.",
               {{"reason", load_.availability.reason}}, load_.availability.ok ? 1 : 0);
-    for (const auto& h : load_.plan.hooks) {
-      out.Gauge("nvmeof_exporter_bpf_hook_attached",
-                "1 if the eBPF hook is attached, with the mechanism used (none if missing).",
-                {{"hook", std::string(h.hook->name)},
-                 {"mechanism", std::string(h.chosen ? MechanismName(h.chosen->mechanism) : "none")},
-                 {"required", h.hook->required ? "true" : "false"}},
-                h.chosen && load_.source ? 1 : 0);
-    }
+    EmitHooks(load_.plan, load_.source != nullptr, out);
     bool ok = true;
     if (nvmeof_.source) ok = CollectNvmeof(out);
     if (lifecycle_.source) ok = CollectLifecycle(out) && ok;
@@ -217,87 +217,22 @@ class BpfCollector : public Collector {
   bool CollectNvmeof(MetricSink& out) {
     NvmeofSnapshot snap;
     bool ok = nvmeof_.source->Read(&snap);
-    for (const auto& h : nvmeof_.source->Plan().hooks) {
-      out.Gauge("nvmeof_exporter_bpf_hook_attached",
-                "1 if the eBPF hook is attached, with the mechanism used (none if missing).",
-                {{"hook", std::string(h.hook->name)},
-                 {"mechanism", std::string(h.chosen ? MechanismName(h.chosen->mechanism) : "none")},
-                 {"required", h.hook->required ? "true" : "false"}},
-                h.chosen ? 1 : 0);
-    }
+    EmitHooks(nvmeof_.source->Plan(), true, out);
     if (!ok) return false;
     std::map<Labels, HistSum> stages, totals, commands;
-    std::map<std::uint64_t, std::string> names(snap.names.begin(), snap.names.end());
-    std::map<std::uint64_t, std::optional<HostIdentity>> hosts;
-    std::map<std::uint64_t, std::optional<std::string>> ctrl_transports;
+    SeriesNames ctx{{snap.names.begin(), snap.names.end()},
+                    {},
+                    {},
+                    IsDir(options_.paths.configfs + "/nvmet/subsystems")};
     std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began
-    const bool have_nvmet = IsDir(options_.paths.configfs + "/nvmet/subsystems");
     for (const auto& s : snap.series) {
       const auto& k = s.key;
       Labels labels;
       std::string transport;
-      if (k.role == NVMEOF_ROLE_HOST && k.detail == NVMEOF_DETAIL_CONTROLLER) {
-        // A stage span of every namespace behind controller nvme<id>.
-        const std::string ctrl = "nvme" + std::to_string(k.id);
-        auto it = ctrl_transports.find(k.id);  // one sysfs read per controller and scrape
-        if (it == ctrl_transports.end()) {
-          it = ctrl_transports
-                   .emplace(k.id,
-                            ReadFile(options_.paths.sysfs + "/class/nvme/" + ctrl + "/transport"))
-                   .first;
-        }
-        const auto& t = it->second;
-        if (!t) {
-          gone.push_back(k.id);  // the controller went away (disconnect)
-          continue;
-        }
-        transport = *t;
-        labels = {{"role", "host"},
-                  {"transport", transport},
-                  {"op", std::string(BlockOpName(k.op))},
-                  {"controller", ctrl}};
-      } else if (k.role == NVMEOF_ROLE_HOST) {
-        auto name = names.find(k.id);
-        if (name != names.end() && !name->second.empty() &&
-            name->second.find('/') == std::string::npos &&
-            !Exists(options_.paths.sysfs + "/block/" + name->second)) {
-          gone.push_back(k.id);  // not an error: the disk went away (disconnect)
-          continue;
-        }
-        auto it = hosts.find(k.id);
-        if (it == hosts.end()) {
-          it = hosts.emplace(k.id, name == names.end() ? std::nullopt : Identify(name->second))
-                   .first;
-        }
-        if (!it->second) {
-          out.Skip();
-          continue;
-        }
-        transport = it->second->transport;
-        labels = {{"role", "host"},
-                  {"transport", transport},
-                  {"op", std::string(BlockOpName(k.op))},
-                  {"controller", it->second->controller},
-                  {"nvme_namespace", it->second->device}};
-      } else {
-        auto nqn = names.find(k.id);
-        if (nqn == names.end() || nqn->second.empty()) {
-          out.Skip();
-          continue;
-        }
-        if (have_nvmet && nqn->second.find('/') == std::string::npos &&
-            !Exists(options_.paths.configfs + "/nvmet/subsystems/" + nqn->second)) {
-          gone.push_back(k.id);  // the subsystem was deleted
-          continue;
-        }
-        transport = NvmeofTransportName(k.trtype);
-        labels = {{"role", "target"},
-                  {"transport", transport},
-                  {"op", std::string(BlockOpName(k.op))},
-                  {"nqn", nqn->second}};
-        if (k.detail != NVMEOF_DETAIL_CONTROLLER)
-          labels.push_back({"nvmet_port", std::to_string(k.port)});
-      }
+      const Named named = NameSeries(k, ctx, &labels, &transport);
+      if (named == Named::kGone) gone.push_back(k.id);  // not an error: a disconnect, a delete
+      if (named == Named::kSkip) out.Skip();
+      if (named != Named::kOk) continue;
       if (k.size) labels.push_back({"size", std::string(SizeClassName(k.size))});
       std::map<Labels, HistSum>* into = &commands;
       if (k.kind == NVMEOF_KIND_STAGE) {
@@ -373,6 +308,80 @@ class BpfCollector : public Collector {
     if (!transport) return std::nullopt;
     id.transport = *transport;
     return id;
+  }
+
+  // What a scrape learns once per id: the BPF names, sysfs identities, controllers' transports.
+  struct SeriesNames {
+    std::map<std::uint64_t, std::string> names;
+    std::map<std::uint64_t, std::optional<HostIdentity>> hosts;
+    std::map<std::uint64_t, std::optional<std::string>> ctrl_transports;
+    bool have_nvmet = false;
+  };
+  enum class Named { kOk, kSkip, kGone };
+
+  // The labels of a series (without size and stage) and its transport: kGone when its disk,
+  // controller or subsystem went away, kSkip when it cannot be named.
+  Named NameSeries(const nvmeof_series& k, SeriesNames& ctx, Labels* labels,
+                   std::string* transport) const {
+    if (k.role == NVMEOF_ROLE_HOST && k.detail == NVMEOF_DETAIL_CONTROLLER) {
+      // A stage span of every namespace behind controller nvme<id>.
+      const std::string ctrl = "nvme" + std::to_string(k.id);
+      auto it = ctx.ctrl_transports.find(k.id);  // one sysfs read per controller and scrape
+      if (it == ctx.ctrl_transports.end()) {
+        it = ctx.ctrl_transports
+                 .emplace(k.id,
+                          ReadFile(options_.paths.sysfs + "/class/nvme/" + ctrl + "/transport"))
+                 .first;
+      }
+      const auto& t = it->second;
+      if (!t) {
+        return Named::kGone;  // the controller went away (disconnect)
+      }
+      *transport = *t;
+      *labels = {{"role", "host"},
+                 {"transport", *transport},
+                 {"op", std::string(BlockOpName(k.op))},
+                 {"controller", ctrl}};
+    } else if (k.role == NVMEOF_ROLE_HOST) {
+      auto name = ctx.names.find(k.id);
+      if (name != ctx.names.end() && !name->second.empty() &&
+          name->second.find('/') == std::string::npos &&
+          !Exists(options_.paths.sysfs + "/block/" + name->second)) {
+        return Named::kGone;  // not an error: the disk went away (disconnect)
+      }
+      auto it = ctx.hosts.find(k.id);
+      if (it == ctx.hosts.end()) {
+        it =
+            ctx.hosts.emplace(k.id, name == ctx.names.end() ? std::nullopt : Identify(name->second))
+                .first;
+      }
+      if (!it->second) {
+        return Named::kSkip;
+      }
+      *transport = it->second->transport;
+      *labels = {{"role", "host"},
+                 {"transport", *transport},
+                 {"op", std::string(BlockOpName(k.op))},
+                 {"controller", it->second->controller},
+                 {"nvme_namespace", it->second->device}};
+    } else {
+      auto nqn = ctx.names.find(k.id);
+      if (nqn == ctx.names.end() || nqn->second.empty()) {
+        return Named::kSkip;
+      }
+      if (ctx.have_nvmet && nqn->second.find('/') == std::string::npos &&
+          !Exists(options_.paths.configfs + "/nvmet/subsystems/" + nqn->second)) {
+        return Named::kGone;  // the subsystem was deleted
+      }
+      *transport = NvmeofTransportName(k.trtype);
+      *labels = {{"role", "target"},
+                 {"transport", *transport},
+                 {"op", std::string(BlockOpName(k.op))},
+                 {"nqn", nqn->second}};
+      if (k.detail != NVMEOF_DETAIL_CONTROLLER)
+        labels->push_back({"nvmet_port", std::to_string(k.port)});
+    }
+    return Named::kOk;
   }
 
   CollectorOptions options_;

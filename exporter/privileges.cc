@@ -24,30 +24,6 @@ namespace nvmeof {
 
 namespace {
 
-// Numbers and names as in linux/capability.h and capsh --decode; CAP_PERFMON, CAP_BPF and
-// CAP_CHECKPOINT_RESTORE are spelled out because older uapi headers lack them.
-constexpr int kCapSysAdmin = 21;
-constexpr int kCapNetAdmin = 12;
-constexpr int kCapSetpcap = 8;
-constexpr int kCapPerfmon = 38;
-constexpr int kCapBpf = 39;
-// Four a line, by number.
-// clang-format off
-constexpr std::string_view kCapNames[] = {
-    "cap_chown",           "cap_dac_override",    "cap_dac_read_search", "cap_fowner",
-    "cap_fsetid",          "cap_kill",            "cap_setgid",          "cap_setuid",
-    "cap_setpcap",         "cap_linux_immutable", "cap_net_bind_service", "cap_net_broadcast",
-    "cap_net_admin",       "cap_net_raw",         "cap_ipc_lock",        "cap_ipc_owner",
-    "cap_sys_module",      "cap_sys_rawio",       "cap_sys_chroot",      "cap_sys_ptrace",
-    "cap_sys_pacct",       "cap_sys_admin",       "cap_sys_boot",        "cap_sys_nice",
-    "cap_sys_resource",    "cap_sys_time",        "cap_sys_tty_config",  "cap_mknod",
-    "cap_lease",           "cap_audit_write",     "cap_audit_control",   "cap_setfcap",
-    "cap_mac_override",    "cap_mac_admin",       "cap_syslog",          "cap_wake_alarm",
-    "cap_block_suspend",   "cap_audit_read",      "cap_perfmon",         "cap_bpf",
-    "cap_checkpoint_restore"};
-// clang-format on
-
-constexpr CapMask Bit(int cap) { return CapMask{1} << cap; }
 
 // The target every thread applies to itself, written before any signal is sent (the
 // signal's delivery orders it before the handler's reads).
@@ -77,9 +53,9 @@ int ApplyToThisThread() {
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capget, &header, data) != 0) return errno;
   // The bounding set needs CAP_SETPCAP to shrink (root has it; file capabilities usually not).
-  if (data[0].effective & Bit(kCapSetpcap)) {
+  if (data[0].effective & CapBit(kCapSetpcap)) {
     for (int c = 0; c <= t.last_cap && c < 64; ++c) {
-      if (!(t.keep & Bit(c)) && prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 &&
+      if (!(t.keep & CapBit(c)) && prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 &&
           prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0) {
         return errno;
       }
@@ -120,9 +96,9 @@ bool ThreadSets(pid_t tid, CapMask* permitted, CapMask* effective, CapMask* ambi
   auto text = ReadFile("/proc/self/task/" + std::to_string(tid) + "/status");
   if (!text) return false;
   auto field = [&](std::string_view key, CapMask* out) {
-    auto at = text->find(std::string(key) + ":\t");
-    if (at == std::string::npos) return key == "CapAmb";  // kernels before 4.3
-    *out = std::strtoull(text->c_str() + at + key.size() + 2, nullptr, 16);
+    auto v = ParseCapLine(*text, key);
+    if (!v) return key == "CapAmb" && text->find("CapAmb:") == std::string::npos;  // before 4.3
+    *out = *v;
     return true;
   };
   *ambient = 0;
@@ -149,23 +125,12 @@ CapMask CapabilitiesToKeep(const Options& options, int cap_last_cap) {
   // for fentry/tp_btf in modules; without it the 6.12 VM's hotload attached no target hook
   // (load: EPERM for each mechanism). Before Linux 5.8 it is the only way to load at all.
   if (enabled("bpf")) {
-    keep |= Bit(kCapSysAdmin);
-    if (cap_last_cap >= kCapBpf) keep |= Bit(kCapBpf) | Bit(kCapPerfmon);
+    keep |= CapBit(kCapSysAdmin);
+    if (cap_last_cap >= kCapBpf) keep |= CapBit(kCapBpf) | CapBit(kCapPerfmon);
   }
   if (enabled("rdma_netlink") && !options.collector.rdma_netlink.enable_optional_counters.empty())
-    keep |= Bit(kCapNetAdmin);
+    keep |= CapBit(kCapNetAdmin);
   return keep;
-}
-
-std::string CapNames(CapMask mask) {
-  std::string out;
-  for (int c = 0; c < 64; ++c) {
-    if (!(mask & Bit(c))) continue;
-    if (!out.empty()) out += ",";
-    out += c < static_cast<int>(std::size(kCapNames)) ? std::string(kCapNames[c])
-                                                      : "cap_" + std::to_string(c);
-  }
-  return out;
 }
 
 CapDropResult DropCapabilities(CapMask keep) {

@@ -15,18 +15,14 @@
 #include <cstdint>
 #include <string>
 
+#include "collectors/base/capabilities.h"
 #include "exporter/config.h"
 
 namespace nvmeof {
 
-using CapMask = std::uint64_t;  // bit N = capability N (linux/capability.h numbering)
-
 // What to keep after start-up for these options, before intersecting with what is held.
 // cap_last_cap: /proc/sys/kernel/cap_last_cap (CAP_BPF exists from 39 on).
 CapMask CapabilitiesToKeep(const Options& options, int cap_last_cap);
-
-// "cap_bpf,cap_perfmon" (capsh's names, lowest bit first); "" for none.
-std::string CapNames(CapMask mask);
 
 struct CapDropResult {
   bool ok = false;

@@ -149,26 +149,12 @@ class TlsStream : public Stream {
   gnutls_session_t session_ = nullptr;
 };
 
-}  // namespace
+// The parts of an http(s) URL; the path defaults to /metrics, the port to the scheme's.
+struct HostPort {
+  std::string authority, host, port, path;
+};
 
-bool HttpGet(const std::string& url, const HttpClientOptions& options, std::string* body,
-             std::string* error) {
-  const double timeout_seconds = options.timeout_seconds;
-  const bool tls = url.rfind("https://", 0) == 0;
-  if (!tls && url.rfind("http://", 0) != 0) {
-    *error = "expected an http:// or https:// URL";
-    return false;
-  }
-  std::string authorization;
-  if (!options.username.empty()) {
-    std::ifstream in(options.password_file);
-    std::string password;
-    if (options.password_file.empty() || !in || !std::getline(in, password)) {
-      *error = "basic auth: cannot read a password from \"" + options.password_file + "\"";
-      return false;
-    }
-    authorization = "Authorization: Basic " + Base64(options.username + ":" + password) + "\r\n";
-  }
+bool SplitUrl(const std::string& url, bool tls, HostPort* out, std::string* error) {
   std::string rest = url.substr(tls ? 8 : 7);
   std::string path = "/metrics";
   if (auto slash = rest.find('/'); slash != std::string::npos) {
@@ -188,12 +174,19 @@ bool HttpGet(const std::string& url, const HttpClientOptions& options, std::stri
     host = rest.substr(0, colon);
     port = rest.substr(colon + 1);
   }
+  *out = {rest, host, port, path};
+  return true;
+}
+
+// A TCP connection with send and receive timeouts; invalid with *error set on failure.
+UniqueFd Connect(const std::string& host, const std::string& port, double timeout_seconds,
+                 std::string* error) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
     *error = host + ":" + port + ": " + gai_strerror(rc);
-    return false;
+    return UniqueFd();
   }
   UniqueFd fd;
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
@@ -208,34 +201,12 @@ bool HttpGet(const std::string& url, const HttpClientOptions& options, std::stri
     fd = UniqueFd();
   }
   freeaddrinfo(res);
-  if (!fd.valid()) {
-    *error = "cannot connect to " + host + ":" + port;
-    return false;
-  }
-  std::unique_ptr<Stream> stream;
-  if (tls) {
-    auto t = std::make_unique<TlsStream>();
-    if (!t->Start(fd.get(), host, options, error)) return false;
-    stream = std::move(t);
-  } else {
-    stream = std::make_unique<PlainStream>(fd.get());
-  }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + rest + "\r\n" +
-                              authorization + "Accept: text/plain\r\nConnection: close\r\n\r\n";
-  if (!stream->Send(request, error)) return false;
-  std::string response;
-  char buf[65536];
-  for (;;) {
-    const long n = stream->Recv(buf, sizeof buf, error);
-    if (n < 0) return false;
-    if (n == 0) break;
-    response.append(buf, static_cast<size_t>(n));
-    if (response.size() > (256u << 20)) {
-      *error = "response larger than 256 MiB";
-      return false;
-    }
-  }
-  stream.reset();  // TLS goodbye before the socket closes
+  if (!fd.valid()) *error = "cannot connect to " + host + ":" + port;
+  return fd;
+}
+
+// The body of a whole HTTP/1.x response: status 200, then as is or de-chunked.
+bool ParseResponse(const std::string& response, std::string* body, std::string* error) {
   const size_t head_end = response.find("\r\n\r\n");
   if (head_end == std::string::npos || response.rfind("HTTP/1.", 0) != 0) {
     *error = "not an HTTP response";
@@ -273,6 +244,59 @@ bool HttpGet(const std::string& url, const HttpClientOptions& options, std::stri
     body->append(raw, i, len);
     i += len + 2;
   }
+}
+
+}  // namespace
+
+bool HttpGet(const std::string& url, const HttpClientOptions& options, std::string* body,
+             std::string* error) {
+  const double timeout_seconds = options.timeout_seconds;
+  const bool tls = url.rfind("https://", 0) == 0;
+  if (!tls && url.rfind("http://", 0) != 0) {
+    *error = "expected an http:// or https:// URL";
+    return false;
+  }
+  std::string authorization;
+  if (!options.username.empty()) {
+    std::ifstream in(options.password_file);
+    std::string password;
+    if (options.password_file.empty() || !in || !std::getline(in, password)) {
+      *error = "basic auth: cannot read a password from \"" + options.password_file + "\"";
+      return false;
+    }
+    authorization = "Authorization: Basic " + Base64(options.username + ":" + password) + "\r\n";
+  }
+  HostPort where;
+  if (!SplitUrl(url, tls, &where, error)) return false;
+  const std::string &rest = where.authority, &host = where.host, &port = where.port,
+                    &path = where.path;
+  UniqueFd fd = Connect(host, port, timeout_seconds, error);
+  if (!fd.valid()) return false;
+  std::unique_ptr<Stream> stream;
+  if (tls) {
+    auto t = std::make_unique<TlsStream>();
+    if (!t->Start(fd.get(), host, options, error)) return false;
+    stream = std::move(t);
+  } else {
+    stream = std::make_unique<PlainStream>(fd.get());
+  }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + rest + "\r\n" +
+                              authorization + "Accept: text/plain\r\nConnection: close\r\n\r\n";
+  if (!stream->Send(request, error)) return false;
+  std::string response;
+  char buf[65536];
+  for (;;) {
+    const long n = stream->Recv(buf, sizeof buf, error);
+    if (n < 0) return false;
+    if (n == 0) break;
+    response.append(buf, static_cast<size_t>(n));
+    if (response.size() > (256u << 20)) {
+      *error = "response larger than 256 MiB";
+      return false;
+    }
+  }
+  stream.reset();  // TLS goodbye before the socket closes
+  return ParseResponse(response, body, error);
 }
 
 }  // namespace nvmeof::profile

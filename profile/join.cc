@@ -55,6 +55,35 @@ bool SameCommand(const Record& h, const Record& t) {
 
 using JoinKey = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint32_t>;
 JoinKey KeyOf(const Record& r) { return {r.qid, r.cid, r.slba, r.nlb}; }
+using KeyIndex = std::map<JoinKey, std::vector<size_t>>;  // record indexes per key
+
+// The clocks' offset (target - host) from unambiguous pairs (one record per side); used only
+// to choose among several candidates, never subtracted from a duration.
+std::int64_t MedianOffset(const KeyIndex& hk, const KeyIndex& tk, const RecordFile& host,
+                          const RecordFile& target) {
+  std::vector<std::int64_t> offsets;
+  for (const auto& [key, hs] : hk) {
+    auto it = tk.find(key);
+    if (hs.size() == 1 && it != tk.end() && it->second.size() == 1 &&
+        SameCommand(host.records[hs[0]], target.records[it->second[0]]))
+      offsets.push_back(StartNs(target.records[it->second[0]]) - StartNs(host.records[hs[0]]));
+  }
+  if (offsets.empty()) return 0;
+  std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2),
+                   offsets.end());
+  return offsets[offsets.size() / 2];
+}
+
+// Host wait - target residence of a joined pair, in ns.
+std::int64_t NetworkNs(const Record& h, const Record& t) {
+  int hf, ht, tf, tt;
+  HostWait(h, &hf, &ht);
+  TargetResidence(t, &tf, &tt);
+  const auto at = [](const Record& r, int p) {
+    return static_cast<std::int64_t>(r.ts[static_cast<size_t>(p)]);
+  };
+  return (at(h, ht) - at(h, hf)) - (at(t, tt) - at(t, tf));
+}
 
 }  // namespace
 
@@ -62,7 +91,7 @@ JoinResult Join(const RecordFile& host, const RecordFile& target) {
   JoinResult j;
   j.host_records = host.records.size();
   j.target_records = target.records.size();
-  std::map<JoinKey, std::vector<size_t>> hk, tk;
+  KeyIndex hk, tk;
   for (size_t i = 0; i < host.records.size(); ++i)
     if (StartNs(host.records[i]) >= 0) hk[KeyOf(host.records[i])].push_back(i);
   std::int64_t tlo = std::numeric_limits<std::int64_t>::max(), thi = -1;
@@ -73,20 +102,7 @@ JoinResult Join(const RecordFile& host, const RecordFile& target) {
     tlo = std::min(tlo, s);
     thi = std::max(thi, s);
   }
-  // The clocks' offset from unambiguous pairs (one record per side); used only to choose among
-  // several candidates, never subtracted from a duration.
-  std::vector<std::int64_t> offsets;
-  for (const auto& [key, hs] : hk) {
-    auto it = tk.find(key);
-    if (hs.size() == 1 && it != tk.end() && it->second.size() == 1 &&
-        SameCommand(host.records[hs[0]], target.records[it->second[0]]))
-      offsets.push_back(StartNs(target.records[it->second[0]]) - StartNs(host.records[hs[0]]));
-  }
-  if (!offsets.empty()) {
-    std::nth_element(offsets.begin(), offsets.begin() + static_cast<long>(offsets.size() / 2),
-                     offsets.end());
-    j.offset_ns = offsets[offsets.size() / 2];
-  }
+  j.offset_ns = MedianOffset(hk, tk, host, target);
   std::vector<bool> host_matched(host.records.size(), false);
   for (const auto& [key, hs] : hk) {
     auto it = tk.find(key);
@@ -136,18 +152,8 @@ JoinResult Join(const RecordFile& host, const RecordFile& target) {
   // Host records without a wait (missing points) count as unmatched with no key.
   j.unmatched_no_key += host.records.size() - j.matched - j.unmatched_no_partner -
                         j.unmatched_outside - j.unmatched_no_key;
-  for (const auto& [h, t] : j.pairs) {
-    int hf, ht, tf, tt;
-    HostWait(host.records[h], &hf, &ht);
-    TargetResidence(target.records[t], &tf, &tt);
-    const auto& hr = host.records[h];
-    const auto& tr = target.records[t];
-    const std::int64_t wait =
-        static_cast<std::int64_t>(hr.ts[static_cast<size_t>(ht)] - hr.ts[static_cast<size_t>(hf)]);
-    const std::int64_t res =
-        static_cast<std::int64_t>(tr.ts[static_cast<size_t>(tt)] - tr.ts[static_cast<size_t>(tf)]);
-    if (wait < res) ++j.negative_network;
-  }
+  for (const auto& [h, t] : j.pairs)
+    if (NetworkNs(host.records[h], target.records[t]) < 0) ++j.negative_network;
   return j;
 }
 

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <map>
 
+#include "bpf/classes.h"
+#include "collectors/bpf/block.h"
 #include "collectors/bpf/nvmeof.h"
 #include "profile/report_data.h"
 
@@ -15,10 +17,6 @@ namespace {
 
 volatile sig_atomic_t g_stop = 0;
 void OnStopSignal(int) { g_stop = 1; }
-
-// The largest size of each class of nvmeof_record_group.size (1-based, as record.bpf.c's
-// size_class()), so SizeClass() names it as it names a record's bytes.
-constexpr std::uint64_t kSizeClassBytes[] = {0, 4096, 16384, 65536, 262144, 262145};
 
 std::string GroupKeyOf(const std::string& role, const std::string& transport, const std::string& op,
                        const std::string& size, const std::string& device) {
@@ -31,6 +29,36 @@ struct LiveAcc {
   std::vector<double> e2e;
   std::map<std::string, std::pair<double, double>> stages;  // count, sum
 };
+
+// A group's row: commands/s from the exact counts, the rest from its sampled records.
+TopGroup FinishGroup(LiveAcc& a, double seconds) {
+  TopGroup g = a.g;
+  g.commands_per_second = seconds > 0 ? a.commands / seconds : 0;
+  std::sort(a.e2e.begin(), a.e2e.end());
+  g.sampled = static_cast<double>(a.e2e.size());
+  double sum = 0;
+  for (double v : a.e2e) sum += v;
+  g.mean = a.e2e.empty() ? 0 : sum / g.sampled;
+  g.p50 = Percentile(a.e2e, 0.5);
+  g.p99 = Percentile(a.e2e, 0.99);
+  g.queue_depth = g.commands_per_second * g.mean;
+  std::vector<std::pair<int, TopStage>> stages;
+  for (const auto& [name, cs] : a.stages) {
+    TopStage st;
+    st.name = name;
+    st.mean = cs.first > 0 ? cs.second / cs.first : 0;
+    st.share = sum > 0 ? cs.second / sum : 0;
+    st.queue_depth = g.commands_per_second * st.mean;
+    stages.emplace_back(0, st);
+  }
+  // Path order, as report and top --from have it.
+  const std::uint8_t role = g.role == "host" ? NVMEOF_ROLE_HOST : NVMEOF_ROLE_TARGET;
+  for (auto& [rank, st] : stages) rank = NvmeofStageRank(role, g.transport, st.name);
+  std::stable_sort(stages.begin(), stages.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [rank, st] : stages) g.stages.push_back(st);
+  return g;
+}
 
 }  // namespace
 
@@ -55,20 +83,7 @@ std::string FrameMechanism(const AttachPlan& plan, bool host) {
   return h && h->chosen ? std::string(MechanismName(h->chosen->mechanism)) : "";
 }
 
-std::string OpName(std::uint8_t opcode) {
-  switch (opcode) {
-    case 0x02:
-      return "read";
-    case 0x01:
-      return "write";
-    case 0x00:
-      return "flush";
-    case 0x09:
-      return "discard";
-    default:
-      return "other";
-  }
-}
+std::string OpName(std::uint8_t opcode) { return std::string(BlockOpName(nvme_op(opcode))); }
 
 Record FromKernel(const nvmeof_record& k, std::uint64_t* dropped) {
   Record r;
@@ -132,8 +147,7 @@ std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,
       if (id == now.key.id) device = name;
     const auto& k = now.key;
     get(k.role == NVMEOF_ROLE_HOST ? "host" : "target", std::string(NvmeofTransportName(k.trtype)),
-        OpName(k.opcode), k.size >= 1 && k.size <= 5 ? SizeClass(kSizeClassBytes[k.size]) : "",
-        device)
+        OpName(k.opcode), std::string(SizeClassName(k.size)), device)
         .commands += delta;
   }
   for (const auto& r : records) {
@@ -158,43 +172,8 @@ std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,
   }
   std::vector<TopGroup> out;
   for (auto& [key, a] : acc) {
-    TopGroup g = a.g;
-    g.commands_per_second = seconds > 0 ? a.commands / seconds : 0;
-    std::sort(a.e2e.begin(), a.e2e.end());
-    g.sampled = static_cast<double>(a.e2e.size());
-    double sum = 0;
-    for (double v : a.e2e) sum += v;
-    g.mean = a.e2e.empty() ? 0 : sum / g.sampled;
-    g.p50 = Percentile(a.e2e, 0.5);
-    g.p99 = Percentile(a.e2e, 0.99);
-    g.queue_depth = g.commands_per_second * g.mean;
-    std::vector<std::pair<int, TopStage>> stages;
-    for (const auto& [name, cs] : a.stages) {
-      TopStage st;
-      st.name = name;
-      st.mean = cs.first > 0 ? cs.second / cs.first : 0;
-      st.share = sum > 0 ? cs.second / sum : 0;
-      st.queue_depth = g.commands_per_second * st.mean;
-      stages.emplace_back(0, st);
-    }
-    // Path order: by the span's first point, as report does (names sort by their points).
-    const std::uint8_t role = g.role == "host" ? NVMEOF_ROLE_HOST : NVMEOF_ROLE_TARGET;
-    const int points = role == NVMEOF_ROLE_HOST ? int{NVMEOF_HP_COUNT} : int{NVMEOF_TP_COUNT};
-    for (auto& [rank, st] : stages) {
-      rank = 1000;
-      for (int from = 0; from < points && rank == 1000; ++from)
-        for (int to = from + 1; to < points; ++to)
-          if (NvmeofStageName(role, g.transport, static_cast<std::uint8_t>(from),
-                              static_cast<std::uint8_t>(to)) == st.name) {
-            rank = from * 16 + to;
-            break;
-          }
-    }
-    std::stable_sort(stages.begin(), stages.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (auto& [rank, st] : stages) g.stages.push_back(st);
     if (a.commands <= 0 && a.e2e.empty()) continue;
-    out.push_back(std::move(g));
+    out.push_back(FinishGroup(a, seconds));
   }
   std::stable_sort(out.begin(), out.end(), [](const TopGroup& x, const TopGroup& y) {
     return x.queue_depth > y.queue_depth;

@@ -87,17 +87,74 @@ int ParseRecordArgs(const std::vector<std::string>& args, RecordArgs* r, std::os
   return -1;
 }
 
+// FILE, or with --role=both FILE.host.jsonl / FILE.target.jsonl.
+std::string PathOf(const RecordArgs& r, bool host) {
+  if (r.role != "both") return r.output;
+  return r.output + (host ? ".host.jsonl" : ".target.jsonl");
+}
+
+// What both roles' headers share: this node, its kernel, -s N.
+RecordHeader NodeHeader(std::uint64_t every) {
+  RecordHeader header;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  header.hostname = host;
+  struct utsname u {};
+  if (uname(&u) == 0) header.kernel = u.release;
+  header.sample_every = every;
+  header.clock = "CLOCK_MONOTONIC";
+  return header;
+}
+
+struct Written {
+  std::uint64_t host_records, target_records, dropped;
+};
+
+// Ends the files (their end lines, from the kernel's counters since `start`), closes them and
+// says what each holds. 0, or 1 on a write error.
+int FinishFiles(RecordSource& source, const std::uint64_t (&start)[NVMEOF_RCTR_COUNT],
+                const RecordArgs& r, std::ofstream& host_out, std::ofstream& target_out,
+                const Written& w, std::ostream& err) {
+  const bool want_host = r.role != "target", want_target = r.role != "host";
+  const std::uint64_t host_records = w.host_records, target_records = w.target_records;
+  const std::string host_path = PathOf(r, true), target_path = PathOf(r, false);
+  std::uint64_t end[NVMEOF_RCTR_COUNT] = {};
+  source.Counters(end);
+  // Records the kernel could not keep (ring full, in-flight table full), on this node: when
+  // both roles are recorded together the count is the node's, written to both files.
+  const std::uint64_t lost = end[NVMEOF_RCTR_LOST] - start[NVMEOF_RCTR_LOST] +
+                             end[NVMEOF_RCTR_INFLIGHT_FULL] - start[NVMEOF_RCTR_INFLIGHT_FULL];
+  const std::uint64_t host_cmds = end[NVMEOF_RCTR_HOST_COMMANDS] - start[NVMEOF_RCTR_HOST_COMMANDS];
+  const std::uint64_t target_cmds =
+      end[NVMEOF_RCTR_TARGET_COMMANDS] - start[NVMEOF_RCTR_TARGET_COMMANDS];
+  if (want_host) WriteEnd(host_records, lost, host_out, host_cmds);
+  if (want_target) WriteEnd(target_records, lost, target_out, target_cmds);
+  host_out.close();
+  target_out.close();
+  if ((want_host && !host_out) || (want_target && !target_out)) {
+    err << "nvmeof_exporter record: write error\n";
+    return 1;
+  }
+  if (want_host)
+    err << "record: " << host_path << ": " << host_records << " host records of " << host_cmds
+        << " commands, " << lost << " lost\n";
+  if (want_target)
+    err << "record: " << target_path << ": " << target_records << " target records of "
+        << target_cmds << " commands, " << lost << " lost\n";
+  if (w.dropped) err << "record: " << w.dropped << " out-of-order points dropped\n";
+  return 0;
+}
+
 }  // namespace
 
 int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   RecordArgs r;
   if (int rc = ParseRecordArgs(args, &r, out, err); rc >= 0) return rc;
   const std::uint64_t every = r.every, duration = r.duration, ring_mib = r.ring_mib;
-  const std::string &role = r.role, &output = r.output;
+  const std::string& role = r.role;
   const BpfOptions& bpf = r.bpf;
   const bool want_host = role != "target", want_target = role != "host";
-  const std::string host_path = role == "both" ? output + ".host.jsonl" : output;
-  const std::string target_path = role == "both" ? output + ".target.jsonl" : output;
+  const std::string host_path = PathOf(r, true), target_path = PathOf(r, false);
   RecordOptions ro;
   ro.sample_every = static_cast<std::uint32_t>(every);
   ro.ring_bytes = static_cast<std::uint32_t>(ring_mib << 20);
@@ -113,23 +170,16 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "record: hook " << h.hook->name << ": "
         << (h.chosen ? std::string(MechanismName(h.chosen->mechanism)) : "missing") << "\n";
   }
-  RecordHeader header;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  header.hostname = host;
-  struct utsname u {};
-  if (uname(&u) == 0) header.kernel = u.release;
-  header.sample_every = every;
-  header.clock = "CLOCK_MONOTONIC";
+  const RecordHeader header = NodeHeader(every);
   std::ofstream host_out, target_out;
-  auto open = [&](std::ofstream& f, const std::string& path, const char* r, bool is_host) {
+  auto open = [&](std::ofstream& f, const std::string& path, const char* file_role, bool is_host) {
     f.open(path, std::ios::binary | std::ios::trunc);
     if (!f) {
       err << "nvmeof_exporter record: cannot write " << path << "\n";
       return false;
     }
     RecordHeader h = header;
-    h.role = r;
+    h.role = file_role;
     h.mechanism = FrameMechanism(load.plan, is_host);
     WriteHeader(h, f);
     return true;
@@ -163,31 +213,8 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   while (load.source->Poll(0, on_record) > 0) {
   }
-  std::uint64_t end[NVMEOF_RCTR_COUNT] = {};
-  load.source->Counters(end);
-  // Records the kernel could not keep (ring full, in-flight table full), on this node: when
-  // both roles are recorded together the count is the node's, written to both files.
-  const std::uint64_t lost = end[NVMEOF_RCTR_LOST] - start[NVMEOF_RCTR_LOST] +
-                             end[NVMEOF_RCTR_INFLIGHT_FULL] - start[NVMEOF_RCTR_INFLIGHT_FULL];
-  const std::uint64_t host_cmds = end[NVMEOF_RCTR_HOST_COMMANDS] - start[NVMEOF_RCTR_HOST_COMMANDS];
-  const std::uint64_t target_cmds =
-      end[NVMEOF_RCTR_TARGET_COMMANDS] - start[NVMEOF_RCTR_TARGET_COMMANDS];
-  if (want_host) WriteEnd(host_records, lost, host_out, host_cmds);
-  if (want_target) WriteEnd(target_records, lost, target_out, target_cmds);
-  host_out.close();
-  target_out.close();
-  if ((want_host && !host_out) || (want_target && !target_out)) {
-    err << "nvmeof_exporter record: write error\n";
-    return 1;
-  }
-  if (want_host)
-    err << "record: " << host_path << ": " << host_records << " host records of " << host_cmds
-        << " commands, " << lost << " lost\n";
-  if (want_target)
-    err << "record: " << target_path << ": " << target_records << " target records of "
-        << target_cmds << " commands, " << lost << " lost\n";
-  if (dropped) err << "record: " << dropped << " out-of-order points dropped\n";
-  return 0;
+  return FinishFiles(*load.source, start, r, host_out, target_out,
+                     {host_records, target_records, dropped}, err);
 }
 
 }  // namespace nvmeof::profile

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "bpf/classes.h"
 #include "collectors/bpf/nvmeof.h"
 #include "profile/text.h"
 
@@ -129,7 +130,7 @@ std::vector<Group> Groups(const RecordFile& f) {
     for (const auto& s : spans)
       b.Add(NvmeofStageName(r.role, r.transport, static_cast<std::uint8_t>(s.from),
                             static_cast<std::uint8_t>(s.to)),
-            s.from * 16 + s.to, s.seconds);
+            NvmeofSpanRank(s.from, s.to), s.seconds);
   }
   return b.Finish(WallSeconds(f), f.header.sample_every);
 }
@@ -146,11 +147,7 @@ double Percentile(const std::vector<double>& sorted, double q) {
 }
 
 std::string SizeClass(std::uint64_t bytes) {
-  if (bytes <= 4096) return "4KiB";
-  if (bytes <= 16384) return "16KiB";
-  if (bytes <= 65536) return "64KiB";
-  if (bytes <= 262144) return "256KiB";
-  return "larger";
+  return std::string(SizeClassName(nvmeof_size_class(bytes)));
 }
 
 void TextHistogram::Add(double seconds) {

@@ -18,7 +18,7 @@ namespace nvmeof::profile {
 // Nearest-rank percentile of sorted values (q in [0, 1]); 0 for none.
 double Percentile(const std::vector<double>& sorted, double q);
 
-// Size class of a command, as the `size` label of /metrics: 4KiB 16KiB 64KiB 256KiB larger.
+// Size class of a command, as the `size` label of /metrics (bpf/classes.h, SizeClassName).
 std::string SizeClass(std::uint64_t bytes);
 
 // Log2 histogram of durations in seconds: bucket 0 holds < 1 us (and negatives counted

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "collectors/bpf/nvmeof.h"
+#include "profile/json_out.h"
 #include "profile/text.h"
 
 namespace nvmeof::profile {
@@ -67,30 +68,37 @@ void PrintGroups(const std::vector<Group>& groups, bool detail, std::ostream& ou
   }
 }
 
-void GroupsJson(const std::vector<Group>& groups, std::ostream& out) {
-  out << "[";
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const Group& g = groups[i];
-    auto comp = [&](const Component& c) {
-      out << "{\"name\":" << JsonString(c.name) << ",\"n\":" << c.values.size()
-          << ",\"mean_seconds\":" << JsonNumber(c.mean) << ",\"share\":" << JsonNumber(c.share)
-          << ",\"queue_depth\":" << JsonNumber(c.queue_depth)
-          << ",\"p50_seconds\":" << JsonNumber(c.p50) << ",\"p99_seconds\":" << JsonNumber(c.p99)
-          << ",\"p999_seconds\":" << JsonNumber(c.p999) << "}";
-    };
-    out << (i ? "," : "") << "{\"role\":" << JsonString(g.role)
-        << ",\"transport\":" << JsonString(g.transport) << ",\"op\":" << JsonString(g.op)
-        << ",\"size\":" << JsonString(g.size) << ",\"device\":" << JsonString(g.device)
-        << ",\"n\":" << g.n << ",\"end_to_end\":";
-    comp(g.end_to_end);
-    out << ",\"components\":[";
-    for (size_t j = 0; j < g.components.size(); ++j) {
-      if (j) out << ",";
-      comp(g.components[j]);
-    }
-    out << "]}";
+Json ComponentJson(const Component& c) {
+  return {{"name", c.name},
+          {"n", c.values.size()},
+          {"mean_seconds", JsonReal(c.mean)},
+          {"share", JsonReal(c.share)},
+          {"queue_depth", JsonReal(c.queue_depth)},
+          {"p50_seconds", JsonReal(c.p50)},
+          {"p99_seconds", JsonReal(c.p99)},
+          {"p999_seconds", JsonReal(c.p999)}};
+}
+
+Json GroupsJson(const std::vector<Group>& groups) {
+  Json out = Json::array();
+  for (const Group& g : groups) {
+    Json components = Json::array();
+    for (const auto& c : g.components) components.push_back(ComponentJson(c));
+    out.push_back({{"role", g.role},
+                   {"transport", g.transport},
+                   {"op", g.op},
+                   {"size", g.size},
+                   {"device", g.device},
+                   {"n", g.n},
+                   {"end_to_end", ComponentJson(g.end_to_end)},
+                   {"components", std::move(components)}});
   }
-  out << "]";
+  return out;
+}
+
+Json FileJson(const RecordHeader& h, std::uint64_t lost) {
+  return {{"role", h.role},           {"hostname", h.hostname},         {"kernel", h.kernel},
+          {"mechanism", h.mechanism}, {"sample_every", h.sample_every}, {"lost", lost}};
 }
 
 }  // namespace
@@ -133,32 +141,25 @@ void PrintReportText(const Report& rep, bool detail, std::ostream& out) {
 }
 
 void PrintReportJson(const Report& rep, std::ostream& out) {
-  auto header = [&](const RecordHeader& h, std::uint64_t lost) {
-    out << "{\"role\":" << JsonString(h.role) << ",\"hostname\":" << JsonString(h.hostname)
-        << ",\"kernel\":" << JsonString(h.kernel) << ",\"mechanism\":" << JsonString(h.mechanism)
-        << ",\"sample_every\":" << h.sample_every << ",\"lost\":" << lost << "}";
-  };
-  out << "{\"format\":\"nvmeof-report\",\"version\":1,\"files\":[";
-  header(rep.host_header, rep.lost);
-  if (rep.target_header) {
-    out << ",";
-    header(*rep.target_header, rep.target_lost);
-  }
-  out << "],\"groups\":";
-  GroupsJson(rep.groups, out);
+  Json files = Json::array({FileJson(rep.host_header, rep.lost)});
+  if (rep.target_header) files.push_back(FileJson(*rep.target_header, rep.target_lost));
+  Json doc = {{"format", "nvmeof-report"},
+              {"version", 1},
+              {"files", std::move(files)},
+              {"groups", GroupsJson(rep.groups)}};
   if (rep.join) {
     const JoinResult& j = *rep.join;
-    out << ",\"join\":{\"host_records\":" << j.host_records
-        << ",\"target_records\":" << j.target_records << ",\"matched\":" << j.matched
-        << ",\"unmatched_outside_target_span\":" << j.unmatched_outside
-        << ",\"unmatched_no_target_record\":" << j.unmatched_no_key
-        << ",\"unmatched_no_partner_in_window\":" << j.unmatched_no_partner
-        << ",\"negative_network\":" << j.negative_network << "},\"joined\":";
-    GroupsJson(rep.joined, out);
-    out << ",\"target_groups\":";
-    GroupsJson(rep.target_groups, out);
+    doc["join"] = {{"host_records", j.host_records},
+                   {"target_records", j.target_records},
+                   {"matched", j.matched},
+                   {"unmatched_outside_target_span", j.unmatched_outside},
+                   {"unmatched_no_target_record", j.unmatched_no_key},
+                   {"unmatched_no_partner_in_window", j.unmatched_no_partner},
+                   {"negative_network", j.negative_network}};
+    doc["joined"] = GroupsJson(rep.joined);
+    doc["target_groups"] = GroupsJson(rep.target_groups);
   }
-  out << "}\n";
+  WriteJson(doc, out);
 }
 
 void PrintComparison(const Report& base, const Report& now, bool json, std::ostream& out) {
@@ -192,20 +193,18 @@ void PrintComparison(const Report& base, const Report& now, bool json, std::ostr
         (!most || std::fabs(r.after - r.before) > std::fabs(most->after - most->before) + 1e-12))
       most = &r;
   if (json) {
-    out << "{\"format\":\"nvmeof-report-comparison\",\"version\":1,\"rows\":[";
-    for (size_t i = 0; i < rows.size(); ++i)
-      out << (i ? "," : "") << "{\"group\":" << JsonString(rows[i].group)
-          << ",\"component\":" << JsonString(rows[i].component)
-          << ",\"baseline_mean_seconds\":" << JsonNumber(rows[i].before)
-          << ",\"mean_seconds\":" << JsonNumber(rows[i].after) << "}";
-    out << "],\"moved\":";
+    Json doc = {{"format", "nvmeof-report-comparison"}, {"version", 1}, {"rows", Json::array()}};
+    for (const auto& r : rows)
+      doc["rows"].push_back({{"group", r.group},
+                             {"component", r.component},
+                             {"baseline_mean_seconds", JsonReal(r.before)},
+                             {"mean_seconds", JsonReal(r.after)}});
+    doc["moved"] = nullptr;
     if (most)
-      out << "{\"group\":" << JsonString(most->group)
-          << ",\"component\":" << JsonString(most->component)
-          << ",\"change_seconds\":" << JsonNumber(most->after - most->before) << "}";
-    else
-      out << "null";
-    out << "}\n";
+      doc["moved"] = {{"group", most->group},
+                      {"component", most->component},
+                      {"change_seconds", JsonReal(most->after - most->before)}};
+    WriteJson(doc, out);
     return;
   }
   char buf[256];

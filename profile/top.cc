@@ -129,16 +129,10 @@ int RunTopLive(double interval, bool once, bool json, std::uint32_t sample_every
     load.source->Groups(&after, &names);
     const auto t1 = Clock::now();
     const double seconds = std::chrono::duration<double>(t1 - t0).count();
-    const auto frame = LiveFrame(records, before, after, names, seconds);
-    if (json) {
-      timespec ts{};
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      PrintTopJson(frame, seconds, out, static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9);
-    } else {
-      if (!once) out << "\x1b[H\x1b[2J";
-      PrintTopText(frame, seconds, out);
-    }
-    out.flush();
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    PrintFrame(LiveFrame(records, before, after, names, seconds), seconds, json, once, out,
+               static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9);
     if (once) return 0;
     before = std::move(after);
     t0 = t1;
@@ -177,14 +171,7 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (!scrape(&after)) return 1;
     const auto t1 = Clock::now();
     const double seconds = std::chrono::duration<double>(t1 - t0).count();
-    const auto frame = TopFrame(before, after, seconds);
-    if (json) {
-      PrintTopJson(frame, seconds, out);
-    } else {
-      if (!once) out << "\x1b[H\x1b[2J";
-      PrintTopText(frame, seconds, out);
-    }
-    out.flush();
+    PrintFrame(TopFrame(before, after, seconds), seconds, json, once, out);
     if (once) return 0;
     before = std::move(after);
     t0 = t1;

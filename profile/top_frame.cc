@@ -96,18 +96,6 @@ std::map<std::string, Acc> Accumulate(const std::vector<Sample>& samples, bool b
 // A counter's increase; a reset (the exporter restarted) counts from 0.
 double Delta(double before, double after) { return after >= before ? after - before : after; }
 
-// Path order of the /metrics stage names, from the same table NvmeofStageName uses.
-int StageRank(const std::string& role, const std::string& transport, const std::string& stage) {
-  const std::uint8_t r = role == "target" ? NVMEOF_ROLE_TARGET : NVMEOF_ROLE_HOST;
-  const int points = r == NVMEOF_ROLE_HOST ? int{NVMEOF_HP_COUNT} : int{NVMEOF_TP_COUNT};
-  for (int from = 0; from < points; ++from)
-    for (int to = from + 1; to < points; ++to)
-      if (NvmeofStageName(r, transport, static_cast<std::uint8_t>(from),
-                          static_cast<std::uint8_t>(to)) == stage)
-        return from * 16 + to;
-  return 1000;
-}
-
 }  // namespace
 
 bool ParseExposition(std::string_view text, std::vector<Sample>* out, std::string* error) {
@@ -223,8 +211,10 @@ std::vector<TopGroup> TopFrame(const std::vector<Sample>& before, const std::vec
       st.queue_depth = g.commands_per_second * st.mean;
       g.stages.push_back(st);
     }
+    const std::uint8_t role = g.role == "target" ? NVMEOF_ROLE_TARGET : NVMEOF_ROLE_HOST;
     std::stable_sort(g.stages.begin(), g.stages.end(), [&](const TopStage& x, const TopStage& y) {
-      return StageRank(g.role, g.transport, x.name) < StageRank(g.role, g.transport, y.name);
+      return NvmeofStageRank(role, g.transport, x.name) <
+             NvmeofStageRank(role, g.transport, y.name);
     });
     if (commands <= 0 && g.sampled <= 0) continue;  // idle in this interval
     out.push_back(std::move(g));

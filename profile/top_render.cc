@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "profile/json_out.h"
 #include "profile/text.h"
 
 namespace nvmeof::profile {
@@ -30,27 +31,41 @@ void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostr
 
 void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out,
                   double at) {
-  out << "{\"interval_seconds\":" << JsonNumber(seconds);
-  if (!std::isnan(at)) out << ",\"at_monotonic_seconds\":" << JsonNumber(at);
-  out << ",\"groups\":[";
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const TopGroup& g = groups[i];
-    out << (i ? "," : "") << "{\"role\":" << JsonString(g.role)
-        << ",\"transport\":" << JsonString(g.transport) << ",\"op\":" << JsonString(g.op)
-        << ",\"size\":" << JsonString(g.size) << ",\"device\":" << JsonString(g.device)
-        << ",\"commands_per_second\":" << JsonNumber(g.commands_per_second)
-        << ",\"sampled\":" << JsonNumber(g.sampled) << ",\"mean_seconds\":" << JsonNumber(g.mean)
-        << ",\"p50_seconds\":" << JsonNumber(g.p50) << ",\"p99_seconds\":" << JsonNumber(g.p99)
-        << ",\"queue_depth\":" << JsonNumber(g.queue_depth) << ",\"stages\":[";
-    for (size_t j = 0; j < g.stages.size(); ++j) {
-      const TopStage& s = g.stages[j];
-      out << (j ? "," : "") << "{\"stage\":" << JsonString(s.name)
-          << ",\"mean_seconds\":" << JsonNumber(s.mean) << ",\"share\":" << JsonNumber(s.share)
-          << ",\"queue_depth\":" << JsonNumber(s.queue_depth) << "}";
-    }
-    out << "]}";
+  Json doc = {{"interval_seconds", JsonReal(seconds)}};
+  if (!std::isnan(at)) doc["at_monotonic_seconds"] = JsonReal(at);
+  doc["groups"] = Json::array();
+  for (const TopGroup& g : groups) {
+    Json stages = Json::array();
+    for (const TopStage& s : g.stages)
+      stages.push_back({{"stage", s.name},
+                        {"mean_seconds", JsonReal(s.mean)},
+                        {"share", JsonReal(s.share)},
+                        {"queue_depth", JsonReal(s.queue_depth)}});
+    doc["groups"].push_back({{"role", g.role},
+                             {"transport", g.transport},
+                             {"op", g.op},
+                             {"size", g.size},
+                             {"device", g.device},
+                             {"commands_per_second", JsonReal(g.commands_per_second)},
+                             {"sampled", JsonReal(g.sampled)},
+                             {"mean_seconds", JsonReal(g.mean)},
+                             {"p50_seconds", JsonReal(g.p50)},
+                             {"p99_seconds", JsonReal(g.p99)},
+                             {"queue_depth", JsonReal(g.queue_depth)},
+                             {"stages", std::move(stages)}});
   }
-  out << "]}\n";
+  WriteJson(doc, out);
+}
+
+void PrintFrame(const std::vector<TopGroup>& groups, double seconds, bool json, bool once,
+                std::ostream& out, double at) {
+  if (json) {
+    PrintTopJson(groups, seconds, out, at);
+  } else {
+    if (!once) out << "\x1b[H\x1b[2J";
+    PrintTopText(groups, seconds, out);
+  }
+  out.flush();
 }
 
 }  // namespace nvmeof::profile

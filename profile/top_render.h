@@ -14,4 +14,8 @@ void PrintTopText(const std::vector<TopGroup>& groups, double seconds, std::ostr
 void PrintTopJson(const std::vector<TopGroup>& groups, double seconds, std::ostream& out,
                   double at = NAN);
 
+// One frame of `top`: JSON (one line), or text after clearing the screen unless `once`; flushed.
+void PrintFrame(const std::vector<TopGroup>& groups, double seconds, bool json, bool once,
+                std::ostream& out, double at = NAN);
+
 }  // namespace nvmeof::profile

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "collectors/base/capabilities.h"
 #include "collectors/base/files.h"
 
 namespace nvmeof {
@@ -86,25 +87,10 @@ AttachPlan PlanAttach(const std::vector<HookSpec>& hooks, std::optional<Mechanis
 namespace {
 
 // Effective capability set from /proc/self/status ("CapEff:\t000001ffffffffff").
-std::optional<std::uint64_t> EffectiveCaps(const Paths& paths) {
+std::optional<CapMask> EffectiveCaps(const Paths& paths) {
   auto status = ReadFile(paths.procfs + "/self/status");
-  if (!status) return std::nullopt;
-  std::istringstream in(*status);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) != 0) continue;
-    try {
-      return std::stoull(line.substr(7), nullptr, 16);
-    } catch (...) {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
+  return status ? ParseCapLine(*status, "CapEff") : std::nullopt;
 }
-
-constexpr int kCapSysAdmin = 21;
-constexpr int kCapPerfmon = 38;
-constexpr int kCapBpf = 39;
 
 }  // namespace
 

@@ -12,6 +12,7 @@ namespace {
 using M = Mechanism;
 }  // namespace
 
+// size-exception: the hook table, one entry per hook with its variants in preference order.
 const std::vector<HookSpec>& NvmeofHooks() {
   // Frame hooks list their tracepoints first, like the block hooks: the tracepoints are stable
   // across kernels and sit exactly at the event. Driver hooks are functions: fentry, then kprobe.
@@ -177,6 +178,32 @@ std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::
     name += p;
   }
   return name;
+}
+
+std::uint32_t TargetSentHooked(const AttachPlan& plan) {
+  std::uint32_t bits = 0;
+  for (const auto& h : plan.hooks) {
+    if (!h.chosen) continue;
+    if (h.hook->name == kHookNvmetRdmaSendDone) bits |= 1U << NVMEOF_TRTYPE_RDMA;
+    if (h.hook->name == kHookNvmetTcpSendResponse) bits |= 1U << NVMEOF_TRTYPE_TCP;
+  }
+  return bits;
+}
+
+int NvmeofStageRank(std::uint8_t role, std::string_view transport, std::string_view stage) {
+  const int points = role == NVMEOF_ROLE_HOST ? int{NVMEOF_HP_COUNT} : int{NVMEOF_TP_COUNT};
+  for (int from = 0; from < points; ++from)
+    for (int to = from + 1; to < points; ++to)
+      if (NvmeofStageName(role, transport, static_cast<std::uint8_t>(from),
+                          static_cast<std::uint8_t>(to)) == stage)
+        return NvmeofSpanRank(from, to);
+  return 1000;
+}
+
+std::string_view SizeClassName(std::uint8_t size_class) {
+  static constexpr std::string_view kNames[NVMEOF_SIZE_CLASSES + 1] = {"",      "4KiB",   "16KiB",
+                                                                       "64KiB", "256KiB", "larger"};
+  return size_class <= NVMEOF_SIZE_CLASSES ? kNames[size_class] : "unknown";
 }
 
 void AddHist(nvmeof_hist* to, const nvmeof_hist& from) {

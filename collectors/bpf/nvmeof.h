@@ -26,11 +26,26 @@ const std::vector<HookSpec>& NvmeofHooks();
 inline constexpr std::string_view kHookNvmetRdmaSendDone = "nvmet_rdma_send_done";
 inline constexpr std::string_view kHookNvmetTcpSendResponse = "nvmet_try_send_response";
 
+// Bit NVMEOF_TRTYPE_* set for each transport whose target response-sent hook the plan attached
+// (nvmeof_config.target_sent_hooked): target commands end there only on those transports.
+std::uint32_t TargetSentHooked(const AttachPlan& plan);
+
 // The stage a span of points covers: "network_and_target", or for a span across points whose
 // hooks are missing, the covered stages joined by '+' ("driver_submit+network_and_target").
 // transport: "rdma", "tcp", "pcie", ...
 std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::uint8_t from,
                             std::uint8_t to);
+
+// Path order of spans: by their first point, then their last.
+constexpr int NvmeofSpanRank(int from, int to) { return from * 16 + to; }
+
+// The path-order rank (NvmeofSpanRank) of the span that NvmeofStageName names `stage` for this
+// role and transport; 1000, after all, for a name no span has. One order for `top` and `report`.
+int NvmeofStageRank(std::uint8_t role, std::string_view transport, std::string_view stage);
+
+// The `size` label of a size class (bpf/classes.h nvmeof_size_class): 4KiB 16KiB 64KiB 256KiB
+// larger; "" for 0 (not classed), "unknown" past the last.
+std::string_view SizeClassName(std::uint8_t size_class);
 
 // The `transport` label of an NVMF_TRTYPE_* value: rdma, fc, tcp, loop; 0 (a host's local
 // controller, as record.bpf.c reports it) is pcie; anything else unknown.

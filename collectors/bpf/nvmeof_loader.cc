@@ -354,17 +354,7 @@ class KernelNvmeofSource : public NvmeofSource {
   // Target commands end at the response-sent point only where that hook is attached.
   void UpdateConfig() {
     nvmeof_config cfg{};
-    for (const auto& inst : instances_) {
-      for (const auto& h : inst.plan.hooks) {
-        if (!h.chosen) continue;
-        if (h.hook->name == kHookNvmetRdmaSendDone) {
-          cfg.target_sent_hooked |= 1U << NVMEOF_TRTYPE_RDMA;
-        }
-        if (h.hook->name == kHookNvmetTcpSendResponse) {
-          cfg.target_sent_hooked |= 1U << NVMEOF_TRTYPE_TCP;
-        }
-      }
-    }
+    for (const auto& inst : instances_) cfg.target_sent_hooked |= TargetSentHooked(inst.plan);
     std::uint32_t zero = 0;
     if (bpf_map_update_elem(bpf_map__fd(maps_->maps.nv_config), &zero, &cfg, BPF_ANY) != 0) {
       LogWarn("cannot update nv_config map", Kv("err", ErrnoName(errno)));

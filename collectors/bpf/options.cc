@@ -1,5 +1,9 @@
 #include "collectors/bpf/options.h"
 
+#include <initializer_list>
+#include <string_view>
+#include <vector>
+
 #include "collectors/base/yaml.h"
 
 namespace nvmeof {
@@ -7,6 +11,45 @@ namespace nvmeof {
 bool ValidBpfMechanism(const std::string& m) {
   return m == "auto" || m == "fentry" || m == "kprobe" || m == "tp_btf" || m == "raw_tp";
 }
+
+namespace {
+
+// bpf.buckets: 1 to 200 increasing upper bounds in seconds.
+bool ReadBuckets(const YAML::Node& b, std::vector<double>* buckets, std::string* error) {
+  if (!b.IsSequence() || b.size() == 0 || b.size() > 200) {
+    *error = "bpf.buckets: expected a list of 1 to 200 upper bounds in seconds";
+    return false;
+  }
+  buckets->clear();
+  for (size_t i = 0; i < b.size(); ++i) {
+    double v = 0;
+    if (!b[i].IsScalar() || !YAML::convert<double>::decode(b[i], v) || !(v > 0) ||
+        (!buckets->empty() && v <= buckets->back())) {
+      *error = "bpf.buckets[" + std::to_string(i) +
+               "]: expected a positive number of seconds, larger than the one before";
+      return false;
+    }
+    buckets->push_back(v);
+  }
+  return true;
+}
+
+// bpf.KEY, if given: one of `allowed`.
+bool ReadOneOf(const YAML::Node& node, const std::string& key,
+               std::initializer_list<std::string_view> allowed, std::string* out,
+               std::string* error) {
+  if (!node[key]) return true;
+  if (!ReadScalar(node[key], "bpf." + key, out, error)) return false;
+  std::string list;
+  for (auto a : allowed) {
+    if (*out == a) return true;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  *error = "bpf." + key + ": \"" + *out + "\" is not one of " + list;
+  return false;
+}
+
+}  // namespace
 
 bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
   if (!CheckKeys(
@@ -16,13 +59,9 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
           error)) {
     return false;
   }
-  if (node["mechanism"]) {
-    if (!ReadScalar(node["mechanism"], "bpf.mechanism", &bpf->mechanism, error)) return false;
-    if (!ValidBpfMechanism(bpf->mechanism)) {
-      *error = "bpf.mechanism: \"" + bpf->mechanism +
-               "\" is not one of auto, fentry, kprobe, tp_btf, raw_tp";
-      return false;
-    }
+  if (!ReadOneOf(node, "mechanism", {"auto", "fentry", "kprobe", "tp_btf", "raw_tp"},
+                 &bpf->mechanism, error)) {
+    return false;
   }
   if (node["btf_path"] && !ReadScalar(node["btf_path"], "bpf.btf_path", &bpf->btf_path, error)) {
     return false;
@@ -32,44 +71,12 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
     if (!ReadUint(node["sample_every"], "bpf.sample_every", 1, 1000000, &v, error)) return false;
     bpf->sample_every = static_cast<std::uint32_t>(v);
   }
-  if (node["buckets"]) {
-    const auto& b = node["buckets"];
-    if (!b.IsSequence() || b.size() == 0 || b.size() > 200) {
-      *error = "bpf.buckets: expected a list of 1 to 200 upper bounds in seconds";
-      return false;
-    }
-    bpf->buckets.clear();
-    for (size_t i = 0; i < b.size(); ++i) {
-      double v = 0;
-      if (!b[i].IsScalar() || !YAML::convert<double>::decode(b[i], v) || !(v > 0) ||
-          (!bpf->buckets.empty() && v <= bpf->buckets.back())) {
-        *error = "bpf.buckets[" + std::to_string(i) +
-                 "]: expected a positive number of seconds, larger than the one before";
-        return false;
-      }
-      bpf->buckets.push_back(v);
-    }
-  }
-  if (node["protobuf_histograms"]) {
-    if (!ReadScalar(node["protobuf_histograms"], "bpf.protobuf_histograms",
-                    &bpf->protobuf_histograms, error)) {
-      return false;
-    }
-    const auto& v = bpf->protobuf_histograms;
-    if (v != "native" && v != "classic" && v != "both") {
-      *error = "bpf.protobuf_histograms: \"" + v + "\" is not one of native, classic, both";
-      return false;
-    }
-  }
-  if (node["stage_detail"]) {
-    if (!ReadScalar(node["stage_detail"], "bpf.stage_detail", &bpf->stage_detail, error)) {
-      return false;
-    }
-    const auto& v = bpf->stage_detail;
-    if (v != "namespace" && v != "controller" && v != "node") {
-      *error = "bpf.stage_detail: \"" + v + "\" is not one of namespace, controller, node";
-      return false;
-    }
+  if (node["buckets"] && !ReadBuckets(node["buckets"], &bpf->buckets, error)) return false;
+  if (!ReadOneOf(node, "protobuf_histograms", {"native", "classic", "both"},
+                 &bpf->protobuf_histograms, error) ||
+      !ReadOneOf(node, "stage_detail", {"namespace", "controller", "node"}, &bpf->stage_detail,
+                 error)) {
+    return false;
   }
   if (node["map_memory_max"] && !ReadUint(node["map_memory_max"], "bpf.map_memory_max", 1ULL << 20,
                                           1ULL << 40, &bpf->map_memory_max, error)) {

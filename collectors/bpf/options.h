@@ -1,5 +1,5 @@
 // Options of the bpf collector (config section `bpf:`, flags --bpf.*). They live with the loaders
-// because the loaders consume them; collectors/bpf.cc registers the section.
+// because the loaders consume them; collectors/registry.cc registers the section.
 #pragma once
 
 #include <cstdint>

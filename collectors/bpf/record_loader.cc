@@ -21,8 +21,9 @@ namespace {
 
 bool TargetHook(const HookSpec& h) { return h.gate.rfind("nvmet", 0) == 0; }
 
-// The hooks of the roles asked whose gate module is loaded, with only the variants this object
-// has a program for (a hook added to the table later without a record program is left out).
+// The hooks of the roles asked whose gate module is loaded. record.bpf.c has a program for every
+// variant of NvmeofHooks() (tests/unit/bpf_programs_test.cc); one that it lacks all the same
+// (a stale build) is left out with a warning, not silently.
 std::vector<HookSpec> RecordHooks(const Paths& paths, const RecordOptions& options,
                                   const bpf_object* obj,
                                   const std::vector<std::string_view>& planned = {}) {
@@ -36,6 +37,9 @@ std::vector<HookSpec> RecordHooks(const Paths& paths, const RecordOptions& optio
     for (const auto& v : h.variants) {
       if (bpf_object__find_program_by_name(obj, std::string(v.program).c_str()))
         mine.variants.push_back(v);
+      else
+        LogWarn("record.bpf.c has no program for a hook variant; left out",
+                Kv("hook", h.name) + " " + Kv("program", v.program));
     }
     if (!mine.variants.empty()) out.push_back(std::move(mine));
   }
@@ -57,17 +61,6 @@ void RepointPlan(AttachPlan* plan) {
       if (h.name == hp.hook->name) hp.hook = &h;
     }
   }
-}
-
-// Which transports' target commands end at the response-sent point: those whose hook is attached.
-std::uint32_t TargetSentHooked(const AttachPlan& plan) {
-  std::uint32_t bits = 0;
-  for (const auto& h : plan.hooks) {
-    if (!h.chosen) continue;
-    if (h.hook->name == kHookNvmetRdmaSendDone) bits |= 1U << NVMEOF_TRTYPE_RDMA;
-    if (h.hook->name == kHookNvmetTcpSendResponse) bits |= 1U << NVMEOF_TRTYPE_TCP;
-  }
-  return bits;
 }
 
 // What a source needs to attach the hooks of modules loaded after it started.

@@ -99,6 +99,17 @@ def load():
     return vm, golden
 
 
+def stages_of(vm, stage_fam, role, transport, op):
+    """(stage, series) of the VM scrape's stage histograms of one role, transport and op."""
+    for (fam, _), series in vm.items():
+        if fam != stage_fam:
+            continue
+        for labels, s in series.items():
+            d = dict(labels)
+            if d.get("role") == role and d["transport"] == transport and d["op"] == op:
+                yield d["stage"], s
+
+
 def pick(vm, family, **want):
     """The VM series of `family` whose labels include `want` (first one)."""
     for (fam, _), series in vm.items():
@@ -119,6 +130,16 @@ def shape(vm, golden, kind, rclass):
         fams.setdefault((family, k), {})[tuple(labels)] = s
     host, target = kind in ("h", "b"), kind in ("t", "b")
     stage_fam, cmd_fam = "nvmeof_stage_latency_seconds", "nvmeof_command_latency_seconds"
+
+    def op_series(role, tr, op, where):
+        """Adds the VM's stage histograms of (role, tr, op) under the `where` labels (controller
+        or subsystem); returns its command histogram and command count."""
+        for stage, s in stages_of(vm, stage_fam, role, tr, op):
+            add(stage_fam, "histogram",
+                [("role", role), ("transport", tr), ("op", op)] + where + [("stage", stage)], s)
+        _, cmd = pick(vm, cmd_fam, role=role, transport=tr, op=op)
+        _, cnt = pick(vm, "nvmeof_commands_total", role=role, transport=tr, op=op)
+        return cmd, cnt
     if host:
         for c in range(4):
             tr = "rdma" if c % 2 == 0 else "tcp"
@@ -130,16 +151,7 @@ def shape(vm, golden, kind, rclass):
                 ("nqn", nqn), ("hostnqn", "nqn.2014-08.org.nvmexpress:uuid:%s" % SELF),
                 ("cntlid", str(c + 1)), ("nvme_subsystem", "nvme-subsys%d" % c)], {"value": 1})
             for op in ("read", "write"):
-                for (fam, _), series in vm.items():
-                    if fam != stage_fam:
-                        continue
-                    for labels, s in series.items():
-                        d = dict(labels)
-                        if d.get("role") == "host" and d["transport"] == tr and d["op"] == op:
-                            add(stage_fam, "histogram", [("role", "host"), ("transport", tr),
-                                ("op", op), ("controller", ctrl), ("stage", d["stage"])], s)
-                _, cmd = pick(vm, cmd_fam, role="host", transport=tr, op=op)
-                _, cnt = pick(vm, "nvmeof_commands_total", role="host", transport=tr, op=op)
+                cmd, cnt = op_series("host", tr, op, [("controller", ctrl)])
                 for n in range(1, 9):
                     lab = [("role", "host"), ("transport", tr), ("op", op), ("controller", ctrl),
                            ("nvme_namespace", "%sn%d" % (ctrl, n))]
@@ -166,16 +178,7 @@ def shape(vm, golden, kind, rclass):
             tr = "rdma" if ss % 2 == 0 else "tcp"
             nqn = "nqn.2024-01.io.example:%s-ss%02d" % (SELF, ss)
             for op in ("read", "write"):
-                for (fam, _), series in vm.items():
-                    if fam != stage_fam:
-                        continue
-                    for labels, s in series.items():
-                        d = dict(labels)
-                        if d.get("role") == "target" and d["transport"] == tr and d["op"] == op:
-                            add(stage_fam, "histogram", [("role", "target"), ("transport", tr),
-                                ("op", op), ("nqn", nqn), ("stage", d["stage"])], s)
-                _, cmd = pick(vm, cmd_fam, role="target", transport=tr, op=op)
-                _, cnt = pick(vm, "nvmeof_commands_total", role="target", transport=tr, op=op)
+                cmd, cnt = op_series("target", tr, op, [("nqn", nqn)])
                 for port in ("1", "2"):
                     lab = [("role", "target"), ("transport", tr), ("op", op), ("nqn", nqn),
                            ("nvmet_port", port)]

@@ -44,11 +44,23 @@ start_exporter() {
   fail "exporter $name did not start listening"
 }
 
-# start_prometheus: runs Debian's prometheus on $WORK/prometheus.yml (written by the caller) on a
-# free port, storage in $WORK/tsdb, log in $WORK/prometheus.log; sets PROM_PORT.
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_prometheus [NAME [FLAG...]]: runs Debian's prometheus on $WORK/NAME.yml (written by the
+# caller; NAME defaults to prometheus) on a free port with the extra FLAGs, log in
+# $WORK/NAME.log, storage in $WORK/tsdb-NAME ($WORK/tsdb for the default name; $WORK/NAME-wal
+# when a FLAG turns on agent mode, which takes no TSDB flags); sets PROM_PORT.
 start_prometheus() {
-  PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
-    --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
+  local name=${1:-prometheus} storage
+  [ $# -gt 0 ] && shift
+  storage=--storage.tsdb.path="$WORK/tsdb"
+  [ "$name" = prometheus ] || storage=--storage.tsdb.path="$WORK/tsdb-$name"
+  case " $* " in *agent*) storage=--storage.agent.path="$WORK/$name-wal" ;; esac
+  PROM_PORT=$(free_port)
+  prometheus --config.file="$WORK/$name.yml" "$storage" \
+    --web.listen-address="127.0.0.1:$PROM_PORT" "$@" >"$WORK/$name.log" 2>&1 &
   PIDS+=($!)
 }

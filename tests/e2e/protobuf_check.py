@@ -5,26 +5,17 @@ every string in it (names, help, label names and values) is valid UTF-8. metrics
 where protoc does not check UTF-8 itself, so the decoded text's escapes are checked here.
 Exit 0 when valid; else one line saying what is wrong.
   protobuf_check.py BODY [CLIENT_MODEL_DIR]"""
+import os
 import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from testlib import delimited  # noqa: E402
+
 PROTO_DIR = (sys.argv[2] if len(sys.argv) > 2
              else "/usr/share/gocode/src/github.com/prometheus/client_model")
 STRING = re.compile(r'^\s*(name|help|value|unit): "((?:[^"\\]|\\.)*)"$')
-
-
-def varint(buf, i):
-    shift = value = 0
-    while True:
-        if i >= len(buf) or shift > 63:
-            raise ValueError("truncated length prefix at byte %d" % i)
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            return value, i
-        shift += 7
 
 
 def unescape(s):
@@ -58,16 +49,16 @@ def unescape(s):
 
 def main():
     body = open(sys.argv[1], "rb").read()
-    i, count = 0, 0
-    while i < len(body):
-        n, i = varint(body, i)
-        if i + n > len(body):
-            print("message %d: %d bytes announced, %d left" % (count, n, len(body) - i))
-            return 1
+    try:
+        messages = list(delimited(body))
+    except ValueError as e:
+        print(e)
+        return 1
+    for count, message in enumerate(messages):
         r = subprocess.run(["protoc", "--proto_path=" + PROTO_DIR,
                             "--decode=io.prometheus.client.MetricFamily",
                             "io/prometheus/client/metrics.proto"],
-                           input=body[i:i + n], capture_output=True)
+                           input=message, capture_output=True)
         if r.returncode != 0 or r.stderr:
             print("message %d: protoc: %s" % (count, r.stderr.decode(errors="replace").strip()))
             return 1
@@ -84,9 +75,7 @@ def main():
             if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text) and m.group(1) != "help":
                 print("message %d: control character in %s: %r" % (count, m.group(1), text[:80]))
                 return 1
-        i += n
-        count += 1
-    if count == 0:
+    if not messages:
         print("no messages")
         return 1
     return 0

@@ -3,8 +3,11 @@
 (.gz files are decompressed). Prints the port it listens on, then serves until killed.
    snapshot_server.py SNAPSHOT1 SNAPSHOT2"""
 import gzip
-import http.server
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from testlib import TEXT_TYPE, serve_metrics  # noqa: E402
 
 
 def load(path):
@@ -16,24 +19,11 @@ SNAPS = [load(sys.argv[1]), load(sys.argv[2])]
 served = 0
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
-
-    def do_GET(self):
-        global served
-        body = SNAPS[min(served, 1)]
-        served += 1
-        self.send_response(200)
-        self.send_header('Content-Type', 'text/plain; version=0.0.4')
-        self.send_header('Content-Length', str(len(body)))
-        self.send_header('Connection', 'close')
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+def respond(_handler):
+    global served
+    body = SNAPS[min(served, 1)]
+    served += 1
+    return body, TEXT_TYPE
 
 
-server = http.server.HTTPServer(('127.0.0.1', 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
+serve_metrics(respond, close=True)

@@ -45,11 +45,16 @@ used when the exporter under test was built without the bpf collector).
 """
 import argparse
 import gzip
-import http.server
 import math
+import os
 import re
 import struct
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from testlib import (PROTOBUF_TYPE, TEXT_TYPE, encode_varint, field,  # noqa: E402
+                     serve_metrics, wants_protobuf, zigzag)
 
 DAY = 86400.0
 # A subset of the exporter's bucket bounds (bpf/hist.h: log-linear, 8 per octave): every 4th
@@ -406,37 +411,16 @@ def read_scrape(path):
     return fams
 
 
-def pb_varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def pb_zigzag(n):
-    return (n << 1) ^ (n >> 63)
-
-
-def pb_field(num, wire, payload):
-    key = pb_varint(num << 3 | wire)
-    if wire == 2:
-        return key + pb_varint(len(payload)) + payload
-    return key + payload
-
-
 def pb_str(num, s):
-    return pb_field(num, 2, s.encode())
+    return field(num, 2, s.encode())
 
 
 def pb_double(num, v):
-    return pb_field(num, 1, struct.pack("<d", v))
+    return field(num, 1, struct.pack("<d", v))
 
 
 def pb_uint(num, v):
-    return pb_field(num, 0, pb_varint(v))
+    return field(num, 0, encode_varint(v))
 
 
 def native_counts(h):
@@ -462,7 +446,7 @@ def native_histogram(h, f):
     # negligible at an hour's worth of counts (f >= 3600).
     scaled = {i: math.floor(c * f) for i, c in h["native"].items()}
     msg = pb_uint(1, sum(scaled.values())) + pb_double(2, h.get("sum", 0.0) * f)
-    msg += pb_field(5, 0, pb_varint(pb_zigzag(3)))  # schema 3
+    msg += field(5, 0, encode_varint(zigzag(3)))  # schema 3
     msg += pb_double(6, 2.0 ** -23) + pb_uint(7, 0)  # zero bucket, empty
     spans, deltas, last_idx, last_count = [], [], None, 0
     for i in sorted(scaled):
@@ -473,9 +457,9 @@ def native_histogram(h, f):
         deltas.append(scaled[i] - last_count)
         last_idx, last_count = i, scaled[i]
     for off, length in spans:
-        msg += pb_field(12, 2, pb_field(1, 0, pb_varint(pb_zigzag(off))) + pb_uint(2, length))
+        msg += field(12, 2, field(1, 0, encode_varint(zigzag(off))) + pb_uint(2, length))
     if deltas:
-        msg += pb_field(13, 2, b"".join(pb_varint(pb_zigzag(d)) for d in deltas))
+        msg += field(13, 2, b"".join(encode_varint(zigzag(d)) for d in deltas))
     return msg
 
 
@@ -490,14 +474,14 @@ def render(fams, f, native):
         for labels, s in series.items():
             lab = ",".join(f'{k}="{v}"' for k, v in labels)
             if native:
-                m = b"".join(pb_field(1, 2, pb_str(1, k) + pb_str(2, v)) for k, v in labels)
+                m = b"".join(field(1, 2, pb_str(1, k) + pb_str(2, v)) for k, v in labels)
                 if kind == "histogram":
-                    m += pb_field(7, 2, native_histogram(s, f))
+                    m += field(7, 2, native_histogram(s, f))
                 elif kind == "counter":
-                    m += pb_field(3, 2, pb_double(1, s["value"] * f))
+                    m += field(3, 2, pb_double(1, s["value"] * f))
                 else:
-                    m += pb_field(2, 2, pb_double(1, s["value"]))
-                msg += pb_field(4, 2, m)
+                    m += field(2, 2, pb_double(1, s["value"]))
+                msg += field(4, 2, m)
             elif kind == "histogram":
                 for les, v in s["text_le"]:
                     out += f'{family}_bucket{{{lab}{"," if lab else ""}le="{les}"}} {math.floor(v * f)}\n'
@@ -507,7 +491,7 @@ def render(fams, f, native):
                 v = s["value"] * f if kind == "counter" else s["value"]
                 out += f"{family}{{{lab}}} {v:.9g}\n"
         if native:
-            out.append(pb_varint(len(msg)) + msg)
+            out.append(encode_varint(len(msg)) + msg)
     return b"".join(out) if native else out.encode()
 
 
@@ -532,29 +516,16 @@ def serve(path):
                 series[tuple((k, sub.get(k, v)) for k, v in labels)] = series[labels]
     t0 = time.time()
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            # The VM run's counts every second, as if it had run for an hour already: rate()
-            # then extrapolates every series of a scrape alike (no counter near its zero point),
-            # and each native bucket grows by whole counts between scrapes, so ratios of sums and
-            # counts agree between the two servers.
-            f = 3600 + (time.time() - t0)
-            native = "application/vnd.google.protobuf" in self.headers.get("Accept", "")
-            body = render(fams, f, native)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/vnd.google.protobuf; "
-                             "proto=io.prometheus.client.MetricFamily; encoding=delimited"
-                             if native else "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def respond(handler):
+        # The VM run's counts every second, as if it had run for an hour already: rate()
+        # then extrapolates every series of a scrape alike (no counter near its zero point),
+        # and each native bucket grows by whole counts between scrapes, so ratios of sums and
+        # counts agree between the two servers.
+        f = 3600 + (time.time() - t0)
+        native = wants_protobuf(handler)
+        return render(fams, f, native), PROTOBUF_TYPE if native else TEXT_TYPE
 
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    print(srv.server_address[1], flush=True)
-    srv.serve_forever()
+    serve_metrics(respond, threaded=True)
 
 
 def emit_bpf(out, inst, args, ts):

@@ -97,13 +97,9 @@ echo "chaos: $((TREES - ${#BROKEN[@]})) of $TREES trees served valid /metrics"
 start_prometheus
 TEXT_PROM_PORT=$PROM_PORT
 # A second one with native histograms on scrapes the same exporters over protobuf.
-mkdir -p "$WORK/pb"
-cp "$WORK/prometheus.yml" "$WORK/pb/prometheus.yml"
-PB_PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-prometheus --config.file="$WORK/pb/prometheus.yml" --storage.tsdb.path="$WORK/pb/tsdb" \
-  --enable-feature=native-histograms --web.listen-address="127.0.0.1:$PB_PROM_PORT" \
-  >"$WORK/pb/prometheus.log" 2>&1 &
-PIDS+=($!)
+cp "$WORK/prometheus.yml" "$WORK/pb.yml"
+start_prometheus pb --enable-feature=native-histograms
+PB_PROM_PORT=$PROM_PORT
 # query EXPR: "seed value" lines of an instant query.
 query() {
   curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" |

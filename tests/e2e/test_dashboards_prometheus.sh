@@ -75,7 +75,6 @@ mkdir -p "$WORK/rules"
 for f in "$REPO"/deploy/prometheus/*.rules.yml; do
   sed -E 's/^(\s+interval:).*/\1 1s/' "$f" >"$WORK/rules/$(basename "$f")"
 done
-PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$WORK/prometheus.yml" <<YAML
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: ["$WORK/rules/*.rules.yml"]
@@ -96,9 +95,7 @@ scrape_configs:
 YAML
 promtool check config "$WORK/prometheus.yml" >"$WORK/check-config.log" 2>&1 ||
   fail "promtool check config: $(cat "$WORK/check-config.log")"
-prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
-PIDS+=($!)
+start_prometheus
 PROM=http://127.0.0.1:$PROM_PORT
 
 # query EXPR [TIME]: prints "value" lines of an instant query.

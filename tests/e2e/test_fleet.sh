@@ -32,7 +32,6 @@ done
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 N=20
 T_START=$(date +%s)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_ready() {
   for _ in $(seq 150); do curl -fsS "$1/-/ready" >/dev/null 2>&1 && return 0; sleep 0.2; done
   fail "$1 not ready"
@@ -59,20 +58,16 @@ for f in "$REPO"/deploy/prometheus/*.rules.yml; do
   sed -E 's/^(\s+interval:).*/\1 2s/; s/offset 1d/offset 10s/g; s/offset 1w/offset 20s/g; s/\[10m\]/[10s]/g' \
     "$f" >"$WORK/rules/$(basename "$f")"
 done
-CP=$(free_port)
 cat >"$WORK/central.yml" <<YAML
 global: {evaluation_interval: 2s}
 rule_files: ["$WORK/rules/*.rules.yml"]
 YAML
-prometheus --config.file="$WORK/central.yml" --storage.tsdb.path="$WORK/tsdb-central" \
-  --web.listen-address="127.0.0.1:$CP" --web.enable-remote-write-receiver \
-  --enable-feature=native-histograms >"$WORK/central.log" 2>&1 &
-PIDS+=($!)
+start_prometheus central --web.enable-remote-write-receiver --enable-feature=native-histograms
+CP=$PROM_PORT
 CENTRAL=http://127.0.0.1:$CP
 
 # --- agent: scrapes the fleet, remote-writes to central (docs/fleet.md "Agent and remote write")
 DROP='nvmeof_controller_(queues|keep_alive_timeout_seconds|reconnect_delay_seconds|loss_timeout_seconds|fast_io_fail_timeout_seconds)|nvmeof_namespace_size_bytes|nvmeof_exporter_(label_values_sanitized|collector_timeouts)_total'
-AP=$(free_port)
 cat >"$WORK/agent.yml" <<YAML
 global: {scrape_interval: 3s, scrape_timeout: 3s}
 scrape_configs:
@@ -91,15 +86,11 @@ remote_write:
     send_native_histograms: true
     queue_config: {batch_send_deadline: 1s}
 YAML
-prometheus --config.file="$WORK/agent.yml" --storage.agent.path="$WORK/agent-wal" \
-  --web.listen-address="127.0.0.1:$AP" --enable-feature=agent,native-histograms \
-  --storage.remote.flush-deadline=1s \
-  >"$WORK/agent.log" 2>&1 &
-PIDS+=($!)
+start_prometheus agent --enable-feature=agent,native-histograms --storage.remote.flush-deadline=1s
+AP=$PROM_PORT
 AGENT=http://127.0.0.1:$AP
 
 # --- global: federates the fleet rules' series from central
-GP=$(free_port)
 MATCH='{__name__=~"nqn:nvmeof_.+|transport:nvmeof_.+|stage:nvmeof_.+"}'
 cat >"$WORK/global.yml" <<YAML
 scrape_configs:
@@ -111,12 +102,10 @@ scrape_configs:
       'match[]': ['$MATCH']
     static_configs: [{targets: ["127.0.0.1:$CP"]}]
 YAML
-prometheus --config.file="$WORK/global.yml" --storage.tsdb.path="$WORK/tsdb-global" \
-  --web.listen-address="127.0.0.1:$GP" >"$WORK/global.log" 2>&1 &
-PIDS+=($!)
+start_prometheus global
+GP=$PROM_PORT
 GLOBAL=http://127.0.0.1:$GP
 # --- thin: a text scrape of two nodes with docs/fleet.md's every-other-bucket relabeling
-TP=$(free_port)
 THIN_LE='1\.52587890625e-05|6\.103515625e-05|0\.000244140625|0\.0009765625|0\.00390625|0\.015625|0\.0625|0\.25'
 cat >"$WORK/thin.yml" <<YAML
 scrape_configs:
@@ -133,9 +122,8 @@ scrape_configs:
         regex: 'nvmeof_.+_bucket;($THIN_LE)'
         action: drop
 YAML
-prometheus --config.file="$WORK/thin.yml" --storage.tsdb.path="$WORK/tsdb-thin" \
-  --web.listen-address="127.0.0.1:$TP" >"$WORK/thin.log" 2>&1 &
-PIDS+=($!)
+start_prometheus thin
+TP=$PROM_PORT
 THIN=http://127.0.0.1:$TP
 wait_ready "$CENTRAL"; wait_ready "$AGENT"; wait_ready "$GLOBAL"; wait_ready "$THIN"
 pass "fleet of $N nodes on port $FP; agent, central and global Prometheus ready ($(($(date +%s) - T_START)) s)"

@@ -88,7 +88,6 @@ done
 # Two Prometheus servers: native (flag on) and classic (flag off).
 prom() {  # prom NAME [flags]: sets PROM_PORT; the native one also scrapes the fine exporter
   local name=$1; shift
-  PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   cat >"$WORK/$name.yml" <<YAML
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: ["$WORK/rules/*.rules.yml"]
@@ -102,9 +101,7 @@ scrape_configs:
 YAML
   [ "$name" = native ] && printf '  - job_name: fine\n    static_configs: [{targets: ["127.0.0.1:%s"]}]\n' \
     "$P_FINE" >>"$WORK/$name.yml"
-  prometheus --config.file="$WORK/$name.yml" --storage.tsdb.path="$WORK/tsdb-$name" \
-    --web.listen-address="127.0.0.1:$PROM_PORT" "$@" >"$WORK/prometheus-$name.log" 2>&1 &
-  PIDS+=($!)
+  start_prometheus "$name" "$@"
 }
 prom native --enable-feature=native-histograms
 PN=$PROM_PORT

@@ -35,6 +35,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from testlib import delimited, fields  # noqa: E402
+
 SKIP = 77
 LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
 LOOP_POOL = 6          # loop indexes cycled (dev_t reuse, as disks that come back get)
@@ -70,51 +73,12 @@ def sh(*cmd, check=True):
     return r
 
 
-# --- protobuf: a minimal wire-format reader (no python3-protobuf on the CI image)
-
-def varint(buf, i):
-    shift = value = 0
-    while True:
-        if i >= len(buf) or shift > 63:
-            raise ValueError("truncated varint at %d" % i)
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            return value, i
-        shift += 7
-
-
-def fields(buf):
-    """(field number, wire type, value) of one message; value is bytes for length-delimited."""
-    i = 0
-    while i < len(buf):
-        tag, i = varint(buf, i)
-        num, wt = tag >> 3, tag & 7
-        if wt == 0:
-            v, i = varint(buf, i)
-        elif wt == 1:
-            v, i = buf[i:i + 8], i + 8
-        elif wt == 2:
-            n, i = varint(buf, i)
-            v, i = buf[i:i + n], i + n
-        elif wt == 5:
-            v, i = buf[i:i + 4], i + 4
-        else:
-            raise ValueError("wire type %d" % wt)
-        if i > len(buf):
-            raise ValueError("field %d runs past the message" % num)
-        yield num, wt, v
-
+# --- protobuf: the wire format from tests/pylib/testlib.py
 
 def parse_protobuf(body):
     """[(family name, [labels dict per metric])] of a delimited MetricFamily stream."""
-    out, i = [], 0
-    while i < len(body):
-        n, i = varint(body, i)
-        if i + n > len(body):
-            raise ValueError("message at %d cut short" % i)
-        msg, i = body[i:i + n], i + n
+    out = []
+    for msg in delimited(body):
         name, metrics = "", []
         for num, _, v in fields(msg):
             if num == 1:

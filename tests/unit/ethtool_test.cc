@@ -158,20 +158,17 @@ TEST(EthtoolReader, MoreStatsThanAnnouncedOnAnOldKernelIsRetriedNotOverflowed) {
   EXPECT_EQ(stats[5].value, 1005u);
 }
 
-TEST(EthtoolReader, MoreStatsThanAnnouncedInGstatsIsRetried) {
-  FakeDriver fake;  // calls: 0 sset, 1 strings (4), 2 stats (grew to 5), then 5 throughout
-  fake.count = [](int call) { return call <= 1 ? 4u : 5u; };
-  std::vector<EthtoolStat> stats;
-  ASSERT_EQ(ReaderFor(&fake).Stats("fake0", &stats), 0);
-  EXPECT_EQ(stats.size(), 5u);
-}
-
-TEST(EthtoolReader, FewerStatsThanAnnouncedIsRetried) {
-  FakeDriver fake;
-  fake.count = [](int call) { return call <= 1 ? 6u : 3u; };
-  std::vector<EthtoolStat> stats;
-  ASSERT_EQ(ReaderFor(&fake).Stats("fake0", &stats), 0);
-  EXPECT_EQ(stats.size(), 3u);
+// The count changes between the strings and the stats calls (calls: 0 sset, 1 strings, 2 stats,
+// then the new count throughout): more stats than announced, and fewer, are both retried.
+TEST(EthtoolReader, CountChangedBeforeGstatsIsRetried) {
+  for (const auto& change : {std::pair{4u, 5u}, std::pair{6u, 3u}}) {
+    const std::uint32_t announced = change.first, now = change.second;
+    FakeDriver fake;
+    fake.count = [announced, now](int call) { return call <= 1 ? announced : now; };
+    std::vector<EthtoolStat> stats;
+    ASSERT_EQ(ReaderFor(&fake).Stats("fake0", &stats), 0) << announced << " -> " << now;
+    EXPECT_EQ(stats.size(), now);
+  }
 }
 
 TEST(EthtoolReader, FixedKernelAnswersZeroOnMismatchAndIsRetried) {

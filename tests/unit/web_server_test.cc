@@ -103,35 +103,52 @@ TEST(WebServer, ProtobufWhenAcceptAsksForIt) {
   EXPECT_NE(text.find("\r\n\r\nup 1\n"), std::string::npos);
 }
 
+// A scrape handler that holds every scrape until Release(): counts them, keeps the last timeout.
+class ScrapeGate {
+ public:
+  std::string Hold(double timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++held_;
+    timeout_ = timeout;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+    return "ok 1\n";
+  }
+  // Waits until n scrapes are held; the last one's timeout.
+  double WaitHeld(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return held_ == n; });
+    return timeout_;
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  int held_ = 0;
+  double timeout_ = 0;
+};
+
 TEST(WebServer, ConcurrentScrapesPastTheCapGet503) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  int entered = 0;
+  ScrapeGate gate;
   auto options = LoopbackOptions();
   options.max_requests = 1;
-  WebServer server(options, {}, [&](double) {
-    std::unique_lock<std::mutex> lock(mu);
-    ++entered;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-    return std::string("ok 1\n");
-  });
+  WebServer server(options, {}, [&](double timeout) { return gate.Hold(timeout); });
   std::string error;
   ASSERT_TRUE(server.Start(&error)) << error;
   server.SetReady(true);
   auto first = std::async(std::launch::async, [&] { return Get(server.port(), "/metrics"); });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return entered == 1; });
-  }
+  gate.WaitHeld(1);
   // The first scrape holds the only slot; the second must be turned away, not queued.
   EXPECT_NE(Get(server.port(), "/metrics").find("503"), std::string::npos);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  gate.Release();
   EXPECT_NE(first.get().find("200 OK"), std::string::npos);
 }
 
@@ -149,22 +166,11 @@ TEST(WebServer, HealthyAlwaysReadyOnceSetUp) {
 
 // Blocked scrapes (up to the cap) must not hold up the landing page, health or the 503.
 TEST(WebServer, BlockedScrapesDoNotBlockOtherRequests) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  int entered = 0;
-  double seen_timeout = 0;
+  ScrapeGate gate;
   auto options = LoopbackOptions();
   options.max_requests = 3;
   options.scrape_timeout_seconds = 7;
-  WebServer server(options, {}, [&](double timeout) {
-    std::unique_lock<std::mutex> lock(mu);
-    ++entered;
-    seen_timeout = timeout;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-    return std::string("ok 1\n");
-  });
+  WebServer server(options, {}, [&](double timeout) { return gate.Hold(timeout); });
   std::string error;
   ASSERT_TRUE(server.Start(&error)) << error;
   server.SetReady(true);
@@ -174,21 +180,13 @@ TEST(WebServer, BlockedScrapesDoNotBlockOtherRequests) {
       return Get(server.port(), "/metrics", "X-Prometheus-Scrape-Timeout-Seconds: 3\r\n");
     }));
   }
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return entered == 3; });
-    EXPECT_DOUBLE_EQ(seen_timeout, 2.7);
-  }
+  EXPECT_DOUBLE_EQ(gate.WaitHeld(3), 2.7);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(Get(server.port(), "/").find("200 OK"), std::string::npos);
   EXPECT_NE(Get(server.port(), "/-/healthy").find("200 OK"), std::string::npos);
   EXPECT_NE(Get(server.port(), "/metrics").find("503"), std::string::npos);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  gate.Release();
   for (auto& f : scrapes) EXPECT_NE(f.get().find("200 OK"), std::string::npos);
 }
 

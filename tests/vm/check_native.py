@@ -15,6 +15,10 @@ import math
 import os
 import re
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from testlib import delimited, field  # noqa: E402
 
 PROTO_DIR = os.environ.get('CLIENT_MODEL_DIR',
                            '/usr/share/gocode/src/github.com/prometheus/client_model')
@@ -26,37 +30,9 @@ message Scrape { repeated io.prometheus.client.MetricFamily family = 1; }
 _FIELD = re.compile(r'^\s*(\w+): (.*)$')
 
 
-def _varint(buf, i):
-    shift = value = 0
-    while True:
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            return value, i
-        shift += 7
-
-
-def _encode_varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def delimited_to_wrapper(body):
     """varint-length-prefixed messages -> one Scrape message (field 1, wire type 2 each)."""
-    out, i = bytearray(), 0
-    while i < len(body):
-        n, j = _varint(body, i)
-        if j + n > len(body):
-            raise ValueError('message at byte %d: %d bytes announced, %d left' % (i, n, len(body) - j))
-        out += b'\x0a' + _encode_varint(n) + body[j:j + n]
-        i = j + n
-    return bytes(out)
+    return b''.join(field(1, 2, message) for message in delimited(body))
 
 
 def parse_text_format(text):
