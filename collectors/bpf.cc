@@ -84,10 +84,12 @@ struct HistSum {
 
 class BpfCollector : public Collector {
  public:
-  BpfCollector(const CollectorOptions& options, BlockLoad load, NvmeofLoad nvmeof)
+  BpfCollector(const CollectorOptions& options, BlockLoad load, NvmeofLoad nvmeof,
+               LifecycleLoad lifecycle)
       : options_(options),
         load_(std::move(load)),
         nvmeof_(std::move(nvmeof)),
+        lifecycle_(std::move(lifecycle)),
         layout_(options.bpf.buckets.empty() ? BucketLayout::Default()
                                             : BucketLayout::Make(options.bpf.buckets)) {
     if (!load_.availability.ok) {
@@ -112,6 +114,7 @@ class BpfCollector : public Collector {
     EmitHooks(load_.plan, load_.source != nullptr, out);
     bool ok = true;
     if (nvmeof_.source) ok = CollectNvmeof(out);
+    if (lifecycle_.source) ok = CollectLifecycle(out) && ok;
     // Unavailable BPF is reported above, not a failed scrape: it would only alert twice.
     if (!load_.source) return ok;
 
@@ -190,6 +193,24 @@ class BpfCollector : public Collector {
               static_cast<double>(snap.inflight_capacity));
     if (snap.program_run_stats) EmitProgramRuns(snap.programs, out);  // else frozen, not 0
     EmitMapSizes("block", snap.maps, out);
+  }
+
+  // Connection lifecycle counters (collectors/bpf/lifecycle.cc); hooks of loaded modules.
+  bool CollectLifecycle(MetricSink& out) {
+    for (const auto& h : lifecycle_.source->Plan().hooks) {
+      out.Gauge("nvmeof_exporter_bpf_hook_attached",
+                "1 if the eBPF hook is attached, with the mechanism used (none if missing).",
+                {{"hook", std::string(h.hook->name)},
+                 {"mechanism", std::string(h.chosen ? MechanismName(h.chosen->mechanism) : "none")},
+                 {"required", "false"}},
+                h.chosen ? 1 : 0);
+    }
+    LifecycleSnapshot snap;
+    if (!lifecycle_.source->Read(&snap)) return false;
+    const std::string subsystems = options_.paths.configfs + "/nvmet/subsystems/";
+    EmitLifecycle(
+        snap, hostnqns_, [&](const std::string& nqn) { return IsDir(subsystems + nqn); }, out);
+    return true;
   }
 
   // NVMe-oF stages: hooks (of loaded modules), commands, stage and end-to-end histograms.
@@ -367,21 +388,28 @@ class BpfCollector : public Collector {
   bool stage_per_node_ = options_.bpf.stage_detail == "node";
   BlockLoad load_;
   NvmeofLoad nvmeof_;
+  LifecycleLoad lifecycle_;
+  HostnqnFolder hostnqns_{options_.bpf.hostnqn_limit};
   BucketLayout layout_;
 };
 
 }  // namespace
 
 std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, BlockLoad load,
-                                               NvmeofLoad nvmeof) {
-  return std::make_unique<BpfCollector>(options, std::move(load), std::move(nvmeof));
+                                               NvmeofLoad nvmeof, LifecycleLoad lifecycle) {
+  return std::make_unique<BpfCollector>(options, std::move(load), std::move(nvmeof),
+                                        std::move(lifecycle));
 }
 
 std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options) {
   BlockLoad block = LoadBlock(options.paths, options.bpf, /*plan_only=*/false);
   NvmeofLoad nvmeof;
-  if (block.availability.ok) nvmeof = LoadNvmeof(options.paths, options.bpf, /*plan_only=*/false);
-  return NewBpfCollectorFrom(options, std::move(block), std::move(nvmeof));
+  LifecycleLoad lifecycle;
+  if (block.availability.ok) {
+    nvmeof = LoadNvmeof(options.paths, options.bpf, /*plan_only=*/false);
+    lifecycle = LoadLifecycle(options.paths, options.bpf);
+  }
+  return NewBpfCollectorFrom(options, std::move(block), std::move(nvmeof), std::move(lifecycle));
 }
 
 int RunProbe(const CollectorOptions& options, std::ostream& out) {

@@ -7,6 +7,7 @@
 
 #include "collectors/base/collector.h"
 #include "collectors/bpf/block.h"
+#include "collectors/bpf/lifecycle.h"
 #include "collectors/bpf/nvmeof.h"
 #include "collectors/bpf/options.h"
 
@@ -22,7 +23,8 @@ std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options);
 
 // For tests: a collector over an already made load (fake BlockSource).
 std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, BlockLoad load,
-                                               NvmeofLoad nvmeof = {});
+                                               NvmeofLoad nvmeof = {},
+                                               LifecycleLoad lifecycle = {});
 
 // `nvmeof_exporter probe`: per hook ok/missing, the mechanism it would use, required or not.
 // Returns the process exit status: 0 when every required hook can attach, else 1.

@@ -1,5 +1,6 @@
 // Built instead of the loaders when NVMEOF_BPF=OFF: the bpf collector reports why it is off.
 #include "collectors/bpf/block.h"
+#include "collectors/bpf/lifecycle.h"
 #include "collectors/bpf/nvmeof.h"
 #include "collectors/bpf/record_source.h"
 
@@ -18,6 +19,10 @@ BlockLoad LoadBlock(const Paths&, const BpfOptions&, bool) {
 
 NvmeofLoad LoadNvmeof(const Paths&, const BpfOptions&, bool) {
   return {DisabledAtBuild(), {}, nullptr};
+}
+
+LifecycleLoad LoadLifecycle(const Paths&, const BpfOptions&) {
+  return {DisabledAtBuild(), nullptr};
 }
 
 RecordLoad LoadRecord(const Paths&, const BpfOptions&, const RecordOptions&) {

@@ -22,9 +22,19 @@ namespace nvmeof {
 namespace {
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG || !LogEnabled(LogLevel::kDebug)) return 0;
-  char buf[1024];
-  int n = vsnprintf(buf, sizeof(buf), format, args);
-  std::string_view msg(buf, n < 0 ? 0 : std::min<size_t>(n, sizeof(buf) - 1));
+  // A verifier log says why at its end: keep its head and its tail.
+  va_list copy;
+  va_copy(copy, args);
+  int n = vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string buf(n < 0 ? 0 : static_cast<size_t>(n) + 1, '\0');
+  if (n > 0) vsnprintf(buf.data(), buf.size(), format, args);
+  std::string_view msg(buf.data(), n < 0 ? 0 : static_cast<size_t>(n));
+  std::string cut;
+  if (msg.size() > 4096) {
+    cut = std::string(msg.substr(0, 1024)) + "\n...\n" + std::string(msg.substr(msg.size() - 3072));
+    msg = cut;
+  }
   while (!msg.empty() && msg.back() == '\n') msg.remove_suffix(1);
   LogDebug("libbpf", Kv("msg", msg));
   return n;

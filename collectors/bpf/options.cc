@@ -55,7 +55,7 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
   if (!CheckKeys(
           node, "bpf",
           {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats", "block_devices",
-           "size_classes", "protobuf_histograms", "stage_detail", "map_memory_max"},
+           "size_classes", "protobuf_histograms", "stage_detail", "map_memory_max", "hostnqn_limit"},
           error)) {
     return false;
   }
@@ -81,6 +81,11 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
   if (node["map_memory_max"] && !ReadUint(node["map_memory_max"], "bpf.map_memory_max", 1ULL << 20,
                                           1ULL << 40, &bpf->map_memory_max, error)) {
     return false;
+  }
+  if (node["hostnqn_limit"]) {
+    std::uint64_t v = 0;
+    if (!ReadUint(node["hostnqn_limit"], "bpf.hostnqn_limit", 0, 100000, &v, error)) return false;
+    bpf->hostnqn_limit = static_cast<std::uint32_t>(v);
   }
   if (node["enable_stats"] &&
       !ReadBool(node["enable_stats"], "bpf.enable_stats", &bpf->enable_stats, error)) {

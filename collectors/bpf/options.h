@@ -33,6 +33,8 @@ struct BpfOptions {
   // this over (key + value x possible CPUs). Entries are allocated on first use, so the memory
   // a node uses follows its series (docs/histograms.md).
   std::uint64_t map_memory_max = 64ULL << 20;
+  // Distinct host NQNs nvmeof_target_controllers names; later ones are hostnqn="other".
+  std::uint32_t hostnqn_limit = 64;
 };
 
 // Entries of a per-CPU histogram map whose memory stays within bpf.map_memory_max:

@@ -21,8 +21,7 @@
       --var sets a template variable (default: the regex-all `.*`).
   dashboards_check.py names DASHBOARD_DIR RULES_FILE... -- SOURCE_FILE...
       every exporter metric a dashboard or rule uses is emitted somewhere in the sources (by
-      its quoted name). PENDING_LIFECYCLE (issue 22's lifecycle counters, built on the
-      `lifecycle` branch) may be missing until that branch is merged: reported, not failed.
+      its quoted name).
   dashboards_check.py rules-coverage RULES_FILE TEST_FILE...
       every alert of RULES_FILE has for, summary, description, severity and a runbook_url that
       ends in deploy/runbooks/<Alert>.md (and that file exists), and at least one promtool test
@@ -401,17 +400,6 @@ def metric_names(text):
     return names
 
 
-# Issue 22: the connection lifecycle counters the Connections panels and
-# nvmeof-connections.rules.yml read, emitted by collectors/bpf/lifecycle.cc on the `lifecycle`
-# branch. Delete this set once both branches are merged: then a renamed metric fails again.
-PENDING_LIFECYCLE = {
-    "nvmeof_rdma_cm_events_total", "nvmeof_controller_state_transitions_total",
-    "nvmeof_controller_connect_failures_total", "nvmeof_controller_keep_alive_failures_total",
-    "nvmeof_target_connects_total", "nvmeof_target_keep_alive_expiries_total",
-    "nvmeof_target_controllers",
-}
-
-
 def check_names(directory, rules, sources):
     used = {}
     for name, d in load_dashboards(directory):
@@ -429,15 +417,9 @@ def check_names(directory, rules, sources):
             used.setdefault(n, r)
     text = "".join(open(f).read() for f in sources)
     missing = [(n, where) for n, where in sorted(used.items()) if f'"{n}"' not in text]
-    for n, where in missing:
-        if n in PENDING_LIFECYCLE:
-            print(f"PENDING: {n} (used in {os.path.basename(where)}): issue 22 lifecycle "
-                  "counter, not in these sources yet")
     problems = [f"{n} (used in {where}) is not emitted by the exporter's sources"
-                for n, where in missing if n not in PENDING_LIFECYCLE]
-    pending = len(missing) - len(problems)
+                for n, where in missing]
     print(f"ok: {len(used)} metric names used, all emitted by the exporter's sources"
-          + (f" but {pending} pending (issue 22 lifecycle)" if pending else "")
           if not problems else "metric names:")
     return fail_list(problems)
 

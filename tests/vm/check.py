@@ -20,6 +20,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree (run.sh runs this from there)
 from check_faults import FaultsChecks  # noqa: E402
+from check_lifecycle import LifecycleChecks  # noqa: E402
 from check_native import NativeChecks  # noqa: E402
 from check_record import RecordChecks  # noqa: E402
 from check_stages import StagesChecks  # noqa: E402
@@ -67,7 +68,7 @@ class Env(dict):
         return '<%s unset>' % key
 
 
-class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks):
+class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleChecks):
     def __init__(self, directory):
         self.dir = directory
         self.failures = 0

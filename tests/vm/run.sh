@@ -52,6 +52,7 @@ SCALE=1
 [ "$SCENARIO" = stages ] && SCALE=3
 [ "$SCENARIO" = faults ] && SCALE=2
 [ "$SCENARIO" = record ] && SCALE=2  # an exporter, two recordings and top: 70-260 s
+[ "$SCENARIO" = lifecycle ] && SCALE=2  # a path fault, 15 s without a link, reconnects, rmmod
 # `faults` detaches BPF trampolines (the SIGKILL) while the other vCPU runs the patched
 # functions. Under multi-threaded TCG that vCPU ran a stale int3 of the kernel's text_poke_bp
 # ("Oops: int3" at nvmet_rdma_send_done+0x5, and with kprobes NULL calls) in about 1 of 4 runs,

@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Connection lifecycle: RDMA-CM events, host controller state changes, failed connects and
+ * keep-alive failures, and on the target Connect commands, keep-alive expiries and the
+ * controllers connected now (key/value structs: lifecycle.h; hook table and decoding:
+ * collectors/bpf/lifecycle.cc).
+ *
+ * No program here runs per I/O command: every hooked function runs once per connection event
+ * (a CM event, a state change, a Connect command, a controller's allocation or release, a
+ * keep-alive timer or completion). So every program reads through bpf_probe_read_kernel
+ * (BPF_CORE_READ), whatever its mechanism: the cost does not matter here, one code path does.
+ *
+ * Each function hook has a kprobe and an fentry variant, kprobe first (the hook table's order):
+ * fentry/fexit pin the module they hook from kernel 6.0 on, and these hooks live in nvme_core,
+ * nvme_fabrics, nvmet and rdma_cm, which `rmmod` must still be able to unload while the exporter
+ * runs; a kprobe does not pin it (the loader detaches it when the module goes). Where a return
+ * value is needed, an entry program stashes the arguments per thread (lc_stash) and the return
+ * program (kretprobe or fexit) reads them back: kretprobes see no arguments. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "lifecycle.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Module types, declared locally (not in the build machine's vmlinux.h); CO-RE finds their
+ * fields in the module BTF at load. Checked against Debian 6.1.0-57 and 6.12.117: the same
+ * fields in both. Enums are declared as enums: libbpf does not relocate an int onto an enum. */
+enum nvme_ctrl_state___lc { NVME_CTRL_NEW___lc = 0 };
+enum rdma_cm_event_type___lc { RDMA_CM_EVENT_ADDR_RESOLVED___lc = 0 };
+
+struct nvmf_ctrl_options___lc {
+  char* transport;
+  char* traddr;
+  char* trsvcid;
+} __attribute__((preserve_access_index));
+
+struct nvme_ctrl___lc {
+  enum nvme_ctrl_state___lc state;
+  int instance;
+  struct nvmf_ctrl_options___lc* opts;
+} __attribute__((preserve_access_index));
+
+struct nvmet_subsys___lc {
+  char* subsysnqn;
+} __attribute__((preserve_access_index));
+
+struct nvmet_ctrl___lc {
+  struct nvmet_subsys___lc* subsys;
+  bool reset_tbkas;
+  struct kref ref;
+  struct delayed_work ka_work;
+  char hostnqn[256];
+} __attribute__((preserve_access_index));
+
+union nvme_result___lc {
+  __u32 u32;
+} __attribute__((preserve_access_index));
+
+struct nvme_completion___lc {
+  union nvme_result___lc result;
+  __u16 status; /* little endian: (SCT << 8 | SC) << 1 | phase, and the DNR/MORE bits */
+} __attribute__((preserve_access_index));
+
+struct nvmet_sq___lc {
+  struct nvmet_ctrl___lc* ctrl;
+} __attribute__((preserve_access_index));
+
+struct nvmet_req___lc {
+  struct nvme_completion___lc* cqe;
+  struct nvmet_sq___lc* sq;
+} __attribute__((preserve_access_index));
+
+struct ib_device___lc {
+  char name[64];
+} __attribute__((preserve_access_index));
+
+struct rdma_cm_id___lc {
+  struct ib_device___lc* device;
+  __u32 port_num; /* u32 since 5.12 ("RDMA: Support more than 255 rdma ports"), u8 before */
+} __attribute__((preserve_access_index));
+
+struct rdma_id_private___lc {
+  struct rdma_cm_id___lc id;
+} __attribute__((preserve_access_index));
+
+struct rdma_cm_event___lc {
+  enum rdma_cm_event_type___lc event;
+  int status;
+} __attribute__((preserve_access_index));
+
+/* Counts per event key; entries are never deleted, so counters only grow. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, NVMEOF_LC_COUNTS_MAX);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct nvmeof_lc_key);
+  __type(value, __u64);
+} lc_counts SEC(".maps");
+
+/* Target controllers connected now: inserted when nvmet_alloc_ctrl succeeds, removed at
+ * nvmet_ctrl_free. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, NVMEOF_LC_CTRLS_MAX);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u64);
+  __type(value, struct nvmeof_lc_ctrl);
+} lc_ctrls SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, NVMEOF_LC_LOST_COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} lc_lost SEC(".maps");
+
+/* Which function's call a stash belongs to: calls nest (nvmf_dev_write -> ... ->
+ * nvmf_connect_admin_queue -> nvme_change_ctrl_state), so each has its own. */
+enum lc_fn { FN_STATE = 1, FN_DEVWRITE, FN_ADMINQ, FN_TCONNECT_ADMIN, FN_TCONNECT_IO, FN_ALLOC };
+
+struct lc_stash_key {
+  __u64 tid;
+  __u32 fn;
+  __u32 pad;
+};
+
+struct lc_stash {
+  __u64 ptr;
+  __u64 ptr2;
+  __s32 status;
+  __u32 state;
+  char nqn[NVMEOF_LC_NQN_SIZE];
+};
+
+/* LRU: a call whose return was never seen (return program missing) does not leak an entry. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1024);
+  __type(key, struct lc_stash_key);
+  __type(value, struct lc_stash);
+} lc_stash SEC(".maps");
+
+/* Scratch values, too large for the 512-byte BPF stack. */
+struct lc_scratch {
+  struct nvmeof_lc_key key;
+  struct nvmeof_lc_ctrl ctrl;
+  struct lc_stash stash;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct lc_scratch);
+} lc_scratch SEC(".maps");
+
+static __always_inline struct lc_scratch* scratch(void) {
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&lc_scratch, &zero);
+}
+
+static __always_inline void lost(__u32 which) {
+  __u64* c = bpf_map_lookup_elem(&lc_lost, &which);
+  if (c) *c += 1;
+}
+
+static __always_inline struct nvmeof_lc_key* new_key(__u32 kind) {
+  struct lc_scratch* s = scratch();
+  if (!s) return 0;
+  __builtin_memset(&s->key, 0, sizeof(s->key));
+  s->key.kind = kind;
+  return &s->key;
+}
+
+static __always_inline void count(struct nvmeof_lc_key* k) {
+  __u64 one = 1, *v = bpf_map_lookup_elem(&lc_counts, k);
+  if (v) {
+    __sync_fetch_and_add(v, 1);
+    return;
+  }
+  if (bpf_map_update_elem(&lc_counts, k, &one, BPF_NOEXIST) == 0) return;
+  v = bpf_map_lookup_elem(&lc_counts, k); /* another CPU inserted it meanwhile */
+  if (v) {
+    __sync_fetch_and_add(v, 1);
+  } else {
+    lost(NVMEOF_LC_LOST_COUNTS);
+  }
+}
+
+static __always_inline struct lc_stash* stash_new(__u32 fn) {
+  struct lc_stash_key key = {.tid = bpf_get_current_pid_tgid(), .fn = fn};
+  struct lc_scratch* s = scratch();
+  if (!s) return 0;
+  __builtin_memset(&s->stash, 0, sizeof(s->stash));
+  if (bpf_map_update_elem(&lc_stash, &key, &s->stash, BPF_ANY) != 0) return 0;
+  return bpf_map_lookup_elem(&lc_stash, &key);
+}
+
+static __always_inline struct lc_stash* stash_get(__u32 fn) {
+  struct lc_stash_key key = {.tid = bpf_get_current_pid_tgid(), .fn = fn};
+  return bpf_map_lookup_elem(&lc_stash, &key);
+}
+
+static __always_inline void stash_drop(__u32 fn) {
+  struct lc_stash_key key = {.tid = bpf_get_current_pid_tgid(), .fn = fn};
+  bpf_map_delete_elem(&lc_stash, &key);
+}
+
+/* An NVMe status as the host's submit path returns it (cqe status >> 1, with DNR and MORE) ->
+ * SCT << 8 | SC; errors (< 0) stay. */
+static __always_inline __s32 nvme_status(long ret) {
+  return ret > 0 ? (__s32)(ret & 0x7ff) : (__s32)ret;
+}
+
+/* ---- RDMA-CM ---- */
+
+static __always_inline void on_cm_event(void* id_priv, void* event) {
+  struct rdma_id_private___lc* idp = id_priv;
+  struct rdma_cm_event___lc* ev = event;
+  struct ib_device___lc* dev;
+  struct nvmeof_lc_key* k = new_key(NVMEOF_LC_CM_EVENT);
+  if (!k || !idp || !ev) return;
+  k->a = (__u32)BPF_CORE_READ(ev, event);
+  k->b = BPF_CORE_READ(ev, status);
+  /* Read with the field's own size, whichever it is here. */
+  k->c = (__u32)BPF_CORE_READ_BITFIELD_PROBED(&idp->id, port_num);
+  dev = BPF_CORE_READ(idp, id.device);
+  if (dev) bpf_core_read_str(k->name, sizeof(dev->name), &dev->name);
+  count(k);
+}
+
+/* ---- host ---- */
+
+static __always_inline void on_state_entry(void* ctrl, __u32 new_state) {
+  struct lc_stash* s = stash_new(FN_STATE);
+  if (!s) return;
+  s->ptr = (__u64)ctrl;
+  s->status = (__s32)BPF_CORE_READ((struct nvme_ctrl___lc*)ctrl, state);
+  s->state = new_state;
+}
+
+static __always_inline void on_state_exit(long ret) {
+  struct lc_stash* s = stash_get(FN_STATE);
+  struct nvmeof_lc_key* k;
+  struct nvme_ctrl___lc* ctrl;
+  __s32 from;
+  __u32 to;
+  if (!s) return;
+  ctrl = (struct nvme_ctrl___lc*)s->ptr;
+  from = s->status;
+  to = s->state;
+  stash_drop(FN_STATE);
+  /* A bool: only the low byte is the return value. */
+  if (!(ret & 0xff) || !ctrl || !(k = new_key(NVMEOF_LC_STATE))) return;
+  k->a = (__u32)BPF_CORE_READ(ctrl, instance);
+  k->b = from;
+  k->c = to;
+  count(k);
+}
+
+static __always_inline void on_keep_alive_end(struct request* rq, __u8 status) {
+  struct nvmeof_lc_key* k;
+  void* ctrl;
+  if (!status || !rq) return;
+  ctrl = BPF_CORE_READ(rq, end_io_data);
+  if (!ctrl || !(k = new_key(NVMEOF_LC_KA_FAIL))) return;
+  k->a = (__u32)BPF_CORE_READ((struct nvme_ctrl___lc*)ctrl, instance);
+  count(k);
+}
+
+/* `nvme connect` writes its option string to /dev/nvme-fabrics: nvmf_dev_write() creates the
+ * controller in the writer's thread and returns -errno when that fails. */
+static __always_inline void on_devwrite_entry(const void* ubuf, __u64 len) {
+  struct lc_stash* s = stash_new(FN_DEVWRITE);
+  if (!s) return;
+  s->ptr = (__u64)ubuf;
+  s->ptr2 = len;
+}
+
+static __always_inline void on_devwrite_exit(long ret) {
+  struct lc_stash* s = stash_get(FN_DEVWRITE);
+  struct nvmeof_lc_key* k;
+  __u64 n;
+  if (!s) return;
+  if (ret < 0 && (k = new_key(NVMEOF_LC_CONNECT_FAIL))) {
+    k->a = NVMEOF_LC_OPTS_STRING;
+    /* The Connect command's NVMe status when that was the failure: the transports turn it
+     * into -EIO. */
+    k->b = s->status ? s->status : (__s32)ret;
+    n = s->ptr2;
+    if (n > NVMEOF_LC_NAME_SIZE - 1) n = NVMEOF_LC_NAME_SIZE - 1;
+    bpf_probe_read_user(k->name, n, (const void*)s->ptr);
+    count(k);
+  }
+  stash_drop(FN_DEVWRITE);
+}
+
+static __always_inline void on_adminq_entry(void* ctrl) {
+  struct lc_stash* s = stash_new(FN_ADMINQ);
+  if (s) s->ptr = (__u64)ctrl;
+}
+
+/* A failed admin queue Connect: within `nvme connect` its status goes to that write's count;
+ * else it is a reconnect (the controller's reconnect work), counted here with the target
+ * address from the controller's options. */
+static __always_inline void on_adminq_exit(long ret) {
+  struct lc_stash* s = stash_get(FN_ADMINQ);
+  struct lc_stash* w;
+  struct nvmeof_lc_key* k;
+  struct nvmf_ctrl_options___lc* o;
+  struct nvme_ctrl___lc* ctrl;
+  if (!s) return;
+  ctrl = (struct nvme_ctrl___lc*)s->ptr;
+  stash_drop(FN_ADMINQ);
+  if (ret != 0 && ctrl) {
+    w = stash_get(FN_DEVWRITE);
+    if (w) {
+      w->status = nvme_status(ret);
+    } else if ((k = new_key(NVMEOF_LC_CONNECT_FAIL))) {
+      k->a = NVMEOF_LC_OPTS_FIELDS;
+      k->b = nvme_status(ret);
+      o = BPF_CORE_READ(ctrl, opts);
+      if (o) {
+        bpf_probe_read_kernel_str(&k->name[0], NVMEOF_LC_TRADDR_AT, BPF_CORE_READ(o, transport));
+        bpf_probe_read_kernel_str(&k->name[NVMEOF_LC_TRADDR_AT],
+                                  NVMEOF_LC_TRSVCID_AT - NVMEOF_LC_TRADDR_AT,
+                                  BPF_CORE_READ(o, traddr));
+        bpf_probe_read_kernel_str(&k->name[NVMEOF_LC_TRSVCID_AT], 32, BPF_CORE_READ(o, trsvcid));
+      }
+      count(k);
+    }
+  }
+}
+
+/* ---- target ---- */
+
+static __always_inline void on_tconnect_entry(void* req, __u32 fn) {
+  struct lc_stash* s;
+  stash_drop(FN_ALLOC); /* a stale one of an earlier call that failed before allocating */
+  s = stash_new(fn);
+  if (s) s->ptr = (__u64)req;
+}
+
+static __always_inline void read_subsys_nqn(char* dst, struct nvmet_ctrl___lc* ctrl) {
+  struct nvmet_subsys___lc* subsys = BPF_CORE_READ(ctrl, subsys);
+  if (subsys) bpf_probe_read_kernel_str(dst, NVMEOF_LC_NQN_SIZE, BPF_CORE_READ(subsys, subsysnqn));
+}
+
+/* The result of a Connect command, read back from its completion entry when the execute
+ * function returns: it has set the status there (nvmet_req_complete) just before. The entry
+ * is the transport's, reused only once the host sent a new command on that queue, which it
+ * does after it received this completion. */
+static __always_inline void on_tconnect_exit(__u32 fn, __u32 queue) {
+  struct lc_stash* s = stash_get(fn);
+  struct lc_stash* alloc;
+  struct nvmeof_lc_key* k;
+  struct nvmet_req___lc* req;
+  struct nvme_completion___lc* cqe;
+  struct nvmet_ctrl___lc* ctrl;
+  if (!s) return;
+  req = (struct nvmet_req___lc*)s->ptr;
+  stash_drop(fn);
+  if (!req || !(k = new_key(NVMEOF_LC_TARGET_CONNECT))) return;
+  k->a = queue;
+  cqe = BPF_CORE_READ(req, cqe);
+  if (!cqe) return;
+  k->b = (__s32)((BPF_CORE_READ(cqe, status) >> 1) & 0x7ff);
+  k->c = BPF_CORE_READ(cqe, result.u32);
+  alloc = stash_get(FN_ALLOC);
+  if (alloc) { /* the NQN the host asked for, also when there is no such subsystem */
+    bpf_probe_read_kernel_str(k->name, NVMEOF_LC_NQN_SIZE, alloc->nqn);
+    stash_drop(FN_ALLOC);
+  } else if ((ctrl = BPF_CORE_READ(req, sq, ctrl))) {
+    read_subsys_nqn(k->name, ctrl);
+  }
+  count(k);
+}
+
+static __always_inline void on_alloc_entry(const char* subsysnqn, void* ctrlp) {
+  struct lc_stash* s = stash_new(FN_ALLOC);
+  if (!s) return;
+  s->ptr = (__u64)ctrlp;
+  bpf_probe_read_kernel_str(s->nqn, sizeof(s->nqn), subsysnqn);
+}
+
+static __always_inline void on_alloc_exit(long ret) {
+  struct lc_stash* s = stash_get(FN_ALLOC);
+  struct lc_scratch* sc;
+  struct nvmet_ctrl___lc* ctrl = 0;
+  __u64 id;
+  if (!s || (ret & 0xffff) != 0 || !s->ptr) return; /* u16 status: 0 = allocated */
+  if (bpf_probe_read_kernel(&ctrl, sizeof(ctrl), (void*)s->ptr) != 0 || !ctrl) return;
+  if (!(sc = scratch())) return;
+  __builtin_memset(&sc->ctrl, 0, sizeof(sc->ctrl));
+  sc->ctrl.created_ns = bpf_ktime_get_ns();
+  read_subsys_nqn(sc->ctrl.nqn, ctrl);
+  bpf_core_read_str(sc->ctrl.hostnqn, sizeof(sc->ctrl.hostnqn), &ctrl->hostnqn);
+  id = (__u64)ctrl;
+  if (bpf_map_update_elem(&lc_ctrls, &id, &sc->ctrl, BPF_ANY) != 0) lost(NVMEOF_LC_LOST_CTRLS);
+}
+
+static __always_inline void on_ctrl_free(void* ref) {
+  __u64 id = (__u64)ref - bpf_core_field_offset(struct nvmet_ctrl___lc, ref);
+  bpf_map_delete_elem(&lc_ctrls, &id);
+}
+
+/* The timer also runs when commands came in since it was armed (traffic-based keep-alive):
+ * then it re-arms itself. Only with no traffic does it expire the controller. */
+static __always_inline void on_ka_timer(void* work) {
+  struct nvmet_ctrl___lc* ctrl =
+      (void*)((__u64)work - bpf_core_field_offset(struct nvmet_ctrl___lc, ka_work));
+  struct nvmeof_lc_key* k;
+  if (BPF_CORE_READ(ctrl, reset_tbkas) || !(k = new_key(NVMEOF_LC_KA_EXPIRY))) return;
+  read_subsys_nqn(k->name, ctrl);
+  count(k);
+}
+
+/* ---- programs: kprobe and fentry (or kretprobe and fexit) per hook ---- */
+
+SEC("tp_btf/cm_event_handler")
+int BPF_PROG(lc_cm_tp_btf, void* id_priv, void* event) {
+  on_cm_event(id_priv, event);
+  return 0;
+}
+SEC("raw_tp/cm_event_handler")
+int BPF_PROG(lc_cm_raw_tp, void* id_priv, void* event) {
+  on_cm_event(id_priv, event);
+  return 0;
+}
+SEC("kprobe/cma_cm_event_handler")
+int BPF_KPROBE(lc_cm_kprobe, void* id_priv, void* event) {
+  on_cm_event(id_priv, event);
+  return 0;
+}
+SEC("fentry/cma_cm_event_handler")
+int BPF_PROG(lc_cm_fentry, void* id_priv, void* event) {
+  on_cm_event(id_priv, event);
+  return 0;
+}
+
+/* Entry + return pairs: NAME_kprobe/NAME_fentry stash, NAME_kretprobe/NAME_fexit count. */
+#define LC_ENTRY(name, fn, body, ...)             \
+  SEC("kprobe/" #fn)                              \
+  int BPF_KPROBE(name##_kprobe, __VA_ARGS__) {    \
+    body;                                         \
+    return 0;                                     \
+  }                                               \
+  SEC("fentry/" #fn)                              \
+  int BPF_PROG(name##_fentry, __VA_ARGS__) {      \
+    body;                                         \
+    return 0;                                     \
+  }
+#define LC_RETURN(name, fn, body, ...)            \
+  SEC("kretprobe/" #fn)                           \
+  int BPF_KRETPROBE(name##_kretprobe, long ret) { \
+    body;                                         \
+    return 0;                                     \
+  }                                               \
+  SEC("fexit/" #fn)                               \
+  int BPF_PROG(name##_fexit, __VA_ARGS__, long ret) { \
+    body;                                         \
+    return 0;                                     \
+  }
+
+LC_ENTRY(lc_state, nvme_change_ctrl_state, on_state_entry(ctrl, new_state), void* ctrl,
+         __u32 new_state)
+LC_RETURN(lc_state_ret, nvme_change_ctrl_state, on_state_exit(ret), void* ctrl, __u32 new_state)
+/* 6.12; 6.1.0-57 has none: its keep-alive completion is inlined in nvme_keep_alive_work. */
+LC_ENTRY(lc_ka_end, nvme_keep_alive_end_io, on_keep_alive_end(rq, status), struct request* rq,
+         __u8 status)
+LC_ENTRY(lc_devwrite, nvmf_dev_write, on_devwrite_entry(ubuf, len), void* file,
+         const void* ubuf, __u64 len)
+LC_RETURN(lc_devwrite_ret, nvmf_dev_write, on_devwrite_exit(ret), void* file, const void* ubuf,
+          __u64 len, void* pos)
+LC_ENTRY(lc_adminq, nvmf_connect_admin_queue, on_adminq_entry(ctrl), void* ctrl)
+LC_RETURN(lc_adminq_ret, nvmf_connect_admin_queue, on_adminq_exit(ret), void* ctrl)
+LC_ENTRY(lc_aconn, nvmet_execute_admin_connect, on_tconnect_entry(req, FN_TCONNECT_ADMIN),
+         void* req)
+LC_RETURN(lc_aconn_ret, nvmet_execute_admin_connect,
+          on_tconnect_exit(FN_TCONNECT_ADMIN, NVMEOF_LC_QUEUE_ADMIN), void* req)
+LC_ENTRY(lc_iconn, nvmet_execute_io_connect, on_tconnect_entry(req, FN_TCONNECT_IO), void* req)
+LC_RETURN(lc_iconn_ret, nvmet_execute_io_connect,
+          on_tconnect_exit(FN_TCONNECT_IO, NVMEOF_LC_QUEUE_IO), void* req)
+LC_ENTRY(lc_alloc, nvmet_alloc_ctrl, on_alloc_entry(subsysnqn, ctrlp), const char* subsysnqn,
+         const char* hostnqn, void* req, __u32 kato, void* ctrlp)
+LC_RETURN(lc_alloc_ret, nvmet_alloc_ctrl, on_alloc_exit(ret), const char* subsysnqn,
+          const char* hostnqn, void* req, __u32 kato, void* ctrlp)
+LC_ENTRY(lc_free, nvmet_ctrl_free, on_ctrl_free(ref), void* ref)
+LC_ENTRY(lc_ka_timer, nvmet_keep_alive_timer, on_ka_timer(work), void* work)

@@ -1,0 +1,172 @@
+// Connection lifecycle: decoding of bpf/lifecycle.bpf.c's counter keys into bounded labels,
+// and the families EmitLifecycle writes for a snapshot.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "collectors/bpf/lifecycle.h"
+#include "collectors/bpf/options.h"
+#include "tests/unit/sink_query.h"
+
+namespace nvmeof {
+namespace {
+
+nvmeof_lc_key Key(std::uint32_t kind, std::uint32_t a, std::int32_t b, std::uint32_t c,
+                  const std::string& name = "") {
+  nvmeof_lc_key k{};
+  k.kind = kind;
+  k.a = a;
+  k.b = b;
+  k.c = c;
+  std::memcpy(k.name, name.data(), std::min(name.size(), sizeof(k.name) - 1));
+  return k;
+}
+
+TEST(BpfLifecycleNames, CmEventsStatesAndStatusesAreBounded) {
+  EXPECT_EQ(CmEventName(0), "addr_resolved");
+  EXPECT_EQ(CmEventName(8), "rejected");
+  EXPECT_EQ(CmEventName(15), "timewait_exit");
+  EXPECT_EQ(CmEventName(16), "other");
+  EXPECT_EQ(CmEventStatus(9, 0), "ok");
+  EXPECT_EQ(CmEventStatus(8, 28), "consumer_defined");
+  EXPECT_EQ(CmEventStatus(8, 8), "invalid_service_id");
+  EXPECT_EQ(CmEventStatus(8, 1000), "other");
+  EXPECT_EQ(CmEventStatus(7, -110), "ETIMEDOUT");
+  EXPECT_EQ(CmEventStatus(8, -111), "ECONNREFUSED");  // iWARP rejects carry an errno
+  EXPECT_EQ(CmEventStatus(6, -4095), "other");
+  EXPECT_EQ(CmEventStatus(6, 5), "other");
+  EXPECT_EQ(CtrlStateName(1), "live");
+  EXPECT_EQ(CtrlStateName(5), "deleting_noio");
+  EXPECT_EQ(CtrlStateName(7), "unknown");
+  EXPECT_EQ(ErrnoLabel(-111), "ECONNREFUSED");
+  EXPECT_EQ(ErrnoLabel(-9999), "other");
+}
+
+TEST(BpfLifecycleNames, ConnectStatusTellsInvalidSubsystemByItsAttribute) {
+  EXPECT_EQ(ConnectStatusName(0, 0), "success");
+  EXPECT_EQ(ConnectStatusName(0x184, 0), "invalid_host");
+  EXPECT_EQ(ConnectStatusName(0x181, 0), "controller_busy");
+  // IPO_IATTR_CONNECT_DATA(subsysnqn) = 1 << 16 | offsetof(nvmf_connect_data, subsysnqn)
+  EXPECT_EQ(ConnectStatusName(0x182, (1U << 16) | 256), "invalid_subsystem");
+  EXPECT_EQ(ConnectStatusName(0x182, (1U << 16) | 512), "invalid_parameters");  // hostnqn
+  EXPECT_EQ(ConnectStatusName(0x7ff, 0), "other");
+}
+
+TEST(BpfLifecycleConnectTarget, FromOptionStringAndFromReconnectFields) {
+  auto t = ParseConnectTarget(Key(NVMEOF_LC_CONNECT_FAIL, NVMEOF_LC_OPTS_STRING, -111, 0,
+                                  "nqn=nqn.x:y,transport=tcp,traddr=10.0.0.1,trsvcid=4420,"
+                                  "hostnqn=nqn.h\n"));
+  EXPECT_EQ(t.transport, "tcp");
+  EXPECT_EQ(t.traddr, "10.0.0.1");
+  EXPECT_EQ(t.trsvcid, "4420");
+  nvmeof_lc_key f = Key(NVMEOF_LC_CONNECT_FAIL, NVMEOF_LC_OPTS_FIELDS, 0x182, 0, "rdma");
+  std::strcpy(f.name + NVMEOF_LC_TRADDR_AT, "fe80::1%eth0");
+  std::strcpy(f.name + NVMEOF_LC_TRSVCID_AT, "4420");
+  t = ParseConnectTarget(f);
+  EXPECT_EQ(t.transport, "rdma");
+  EXPECT_EQ(t.traddr, "fe80::1%eth0");
+  EXPECT_EQ(t.trsvcid, "4420");
+  // Not a plain address: bounded.
+  t = ParseConnectTarget(
+      Key(NVMEOF_LC_CONNECT_FAIL, 0, -5, 0, "transport=weird,traddr=a\"b{c},trsvcid=1"));
+  EXPECT_EQ(t.transport, "other");
+  EXPECT_EQ(t.traddr, "other");
+}
+
+TEST(BpfLifecycleFolder, KeepsTheFirstHostNqnsForLifeAndFoldsTheRest) {
+  HostnqnFolder f(2);
+  EXPECT_EQ(f.Label("h1"), "h1");
+  EXPECT_EQ(f.Label("h2"), "h2");
+  EXPECT_EQ(f.Label("h3"), "other");
+  EXPECT_EQ(f.Label("h3"), "other");
+  EXPECT_EQ(f.Label("h1"), "h1");
+  EXPECT_EQ(f.folded(), 1U);
+  EXPECT_EQ(f.Label("h4"), "other");
+  EXPECT_EQ(f.folded(), 2U);
+}
+
+TEST(BpfLifecycleEmit, EveryFamilyWithBoundedLabels) {
+  LifecycleSnapshot snap;
+  snap.counts = {
+      {Key(NVMEOF_LC_CM_EVENT, 8, 28, 1, "rxe0"), 2},
+      {Key(NVMEOF_LC_CM_EVENT, 9, 0, 1, "rxe0"), 5},
+      {Key(NVMEOF_LC_STATE, 3, 1, 2), 1},  // nvme3 live -> resetting
+      {Key(NVMEOF_LC_STATE, 3, 9, 1), 1},  // an unknown old state
+      {Key(NVMEOF_LC_CONNECT_FAIL, NVMEOF_LC_OPTS_STRING, 0x184, 0,
+           "nqn=a,transport=tcp,traddr=10.0.0.1,trsvcid=4420"),
+       1},
+      {Key(NVMEOF_LC_CONNECT_FAIL, NVMEOF_LC_OPTS_STRING, -111, 0,
+           "nqn=b,transport=tcp,traddr=10.0.0.1,trsvcid=4420"),
+       4},
+      {Key(NVMEOF_LC_CONNECT_FAIL, NVMEOF_LC_OPTS_STRING, -111, 0,
+           "nqn=c,transport=tcp,traddr=10.0.0.1,trsvcid=4420"),
+       1},  // another NQN, same target address: summed
+      {Key(NVMEOF_LC_KA_FAIL, 3, 0, 0), 1},
+      {Key(NVMEOF_LC_TARGET_CONNECT, NVMEOF_LC_QUEUE_ADMIN, 0, 0, "nqn.s1"), 3},
+      {Key(NVMEOF_LC_TARGET_CONNECT, NVMEOF_LC_QUEUE_ADMIN, 0x182, (1U << 16) | 256, "nqn.gone"),
+       1},
+      {Key(NVMEOF_LC_KA_EXPIRY, 0, 0, 0, "nqn.s1"), 1},
+      {Key(99, 0, 0, 0), 1},  // a kind this build does not know: skipped
+  };
+  nvmeof_lc_ctrl c{};
+  std::strcpy(c.nqn, "nqn.s1");
+  // In map order, not age order: h1's controller is the oldest, so h1 keeps its name.
+  for (auto [h, t] : {std::pair{"h3", 30}, {"h2", 20}, {"h1", 10}, {"h1", 40}}) {
+    std::strcpy(c.hostnqn, h);
+    c.created_ns = t;
+    snap.ctrls.push_back(c);
+  }
+  snap.lost[NVMEOF_LC_LOST_COUNTS] = 7;
+  HostnqnFolder folder(1);
+  MetricSink sink;
+  EmitLifecycle(snap, folder, [](const std::string& nqn) { return nqn == "nqn.s1"; }, sink);
+
+  EXPECT_EQ(Value(sink, "nvmeof_rdma_cm_events_total",
+                  {{"event", "rejected"}, {"status", "consumer_defined"}, {"rdma_device", "rxe0"},
+                   {"rdma_port", "1"}}),
+            2);
+  EXPECT_EQ(Value(sink, "nvmeof_rdma_cm_events_total", {{"event", "established"}, {"status", "ok"}}),
+            5);
+  EXPECT_EQ(Value(sink, "nvmeof_controller_state_transitions_total",
+                  {{"controller", "nvme3"}, {"from", "live"}, {"to", "resetting"}}),
+            1);
+  EXPECT_EQ(Value(sink, "nvmeof_controller_state_transitions_total", {{"from", "unknown"}}), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_controller_connect_failures_total",
+                  {{"transport", "tcp"}, {"traddr", "10.0.0.1"}, {"trsvcid", "4420"},
+                   {"error", "ECONNREFUSED"}}),
+            5);
+  EXPECT_EQ(Value(sink, "nvmeof_controller_connect_failures_total", {{"error", "invalid_host"}}), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_controller_keep_alive_failures_total", {{"controller", "nvme3"}}),
+            1);
+  EXPECT_EQ(Value(sink, "nvmeof_target_connects_total",
+                  {{"nqn", "nqn.s1"}, {"queue", "admin"}, {"result", "success"}}),
+            3);
+  EXPECT_EQ(Value(sink, "nvmeof_target_connects_total",
+                  {{"nqn", "other"}, {"result", "invalid_subsystem"}}),
+            1);
+  EXPECT_EQ(Value(sink, "nvmeof_target_keep_alive_expiries_total", {{"nqn", "nqn.s1"}}), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_target_controllers", {{"nqn", "nqn.s1"}, {"hostnqn", "h1"}}), 2);
+  EXPECT_EQ(Value(sink, "nvmeof_target_controllers", {{"nqn", "nqn.s1"}, {"hostnqn", "other"}}),
+            2);
+  EXPECT_EQ(Count(sink, "nvmeof_target_controllers"), 2);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_bpf_hostnqn_folded_total"), 2);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_bpf_lifecycle_lost_events_total",
+                  {{"reason", "counts_full"}}),
+            7);
+}
+
+TEST(BpfLifecycleOptions, HostnqnLimitFromYaml) {
+  BpfOptions o;
+  std::string error;
+  EXPECT_EQ(o.hostnqn_limit, 64U);
+  ASSERT_TRUE(ParseBpfOptions(YAML::Load("hostnqn_limit: 2"), &o, &error)) << error;
+  EXPECT_EQ(o.hostnqn_limit, 2U);
+  EXPECT_FALSE(ParseBpfOptions(YAML::Load("hostnqn_limit: many"), &o, &error));
+  EXPECT_NE(error.find("bpf.hostnqn_limit"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace nvmeof
