@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -234,7 +235,12 @@ class KernelNvmeofSource : public NvmeofSource {
     }
     for (std::string_view gate : gates) {
       const std::string_view transport = ReleasableTransport(gate);
-      if (!transport.empty() && HasHostController(paths_, transport)) used_.insert(gate);
+      const auto attached = attached_at_.find(gate);
+      if (!transport.empty() &&
+          (HasHostController(paths_, transport) ||
+           (attached != attached_at_.end() &&
+            std::chrono::steady_clock::now() - attached->second >= kUnusedGrace)))
+        used_.insert(gate);
       if (WhyNotHooked(paths_, gate, used_.count(gate) > 0).empty()) wanted.insert(gate);
     }
     if (wanted == wanted_) return;
@@ -290,6 +296,7 @@ class KernelNvmeofSource : public NvmeofSource {
                                  Kv("mechanism", MechanismName(h.chosen->mechanism)));
       }
     }
+    attached_at_[group] = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(mu_);
     instances_.push_back({std::move(skel), plan, group});
     return plan;
@@ -388,10 +395,14 @@ class KernelNvmeofSource : public NvmeofSource {
   AttachPlan plan_;                  // guarded by mu_
   // Gates whose hooks were wanted at the last refresh (none yet before the first).
   std::optional<std::set<std::string_view>> wanted_;
-  // Releasable gates that have had a controller: from then on their hooks are held only while
-  // one exists. Until then they attach when the module loads, so that the first commands of
-  // the first controllers pass all hooks.
+  // Releasable gates that have had a controller, or whose hooks were attached kUnusedGrace
+  // without one being seen: from then on their hooks are held only while one exists. Until then
+  // they attach when the module loads, so that the first commands of the first controllers pass
+  // all hooks. (A controller that came and went between two looks was never seen: without the
+  // grace the hooks, and with fentry the module, were held for good.)
   std::set<std::string_view> used_;
+  std::map<std::string_view, std::chrono::steady_clock::time_point> attached_at_;
+  static constexpr std::chrono::seconds kUnusedGrace{30};
   UniqueFd stats_fd_;
   int ncpus_;
   std::vector<MapSize> map_sizes_;  // of maps_, fixed at load

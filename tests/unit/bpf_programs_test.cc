@@ -12,6 +12,7 @@
 
 #include "collectors/bpf/attach.h"
 #include "collectors/bpf/block.h"
+#include "collectors/bpf/lifecycle.h"
 #include "collectors/bpf/nvmeof.h"
 
 #if NVMEOF_HAVE_BPF
@@ -31,6 +32,7 @@ const Table kTables[] = {
     {"block", "collectors/bpf/block_loader.cc", &BlockHooks},
     {"nvmeof", "collectors/bpf/nvmeof_loader.cc", &NvmeofHooks},
     {"record", "collectors/bpf/record_loader.cc", &NvmeofHooks},
+    {"lifecycle", "collectors/bpf/lifecycle_loader.cc", &LifecycleHooks},
 };
 
 // "hook/program" for each variant whose program is not in `programs`.
