@@ -245,6 +245,20 @@ bool ReadCountSlots(int map_fd, int ncpus, CountsByKey* counts) {
   return true;
 }
 
+bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error) {
+  bpf_map* map = nullptr;
+  bpf_object__for_each_map(map, mine) {
+    if (bpf_map__is_internal(map)) continue;
+    const bpf_map* same = bpf_object__find_map_by_name(theirs, bpf_map__name(map));
+    int err = same ? bpf_map__reuse_fd(map, bpf_map__fd(same)) : -ENOENT;
+    if (err) {
+      *error = std::string("reuse map ") + bpf_map__name(map) + ": " + ErrnoName(err);
+      return false;
+    }
+  }
+  return true;
+}
+
 void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* names) {
   std::uint64_t id = 0, next = 0;
   const void* prev = nullptr;

@@ -154,6 +154,12 @@ std::size_t AddPerCpuCounts(int map_fd, int ncpus, CountsByKey* counts) {
   return entries;
 }
 
+// Makes the opened, not yet loaded object `mine` use the maps of the loaded object `theirs` with
+// the same names (not .rodata and .bss: set per object): another instance of an object, loaded
+// for the hooks of a module that came later, counts into the first one's maps. False with
+// *error ("reuse map NAME: ERRNO") when one cannot be shared.
+bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error);
+
 // Appends each (id, name) of an id -> name hash (nv_names, rec_names: NUL-terminated strings of
 // up to NVMEOF_NQN_SIZE bytes).
 void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* names);

@@ -146,7 +146,8 @@ class KernelLifecycleSource : public LifecycleSource {
       inst.plan = PlanModule(module, /*trial_loads=*/true);
       inst.skel = Load(inst.plan, &error);
       if (!inst.skel && !inst.plan.Programs().empty()) {
-        LogWarn("cannot attach lifecycle eBPF hooks", Kv("module", module) + " " + Kv("err", error));
+        LogWarn("cannot attach lifecycle eBPF hooks",
+                Kv("module", module) + " " + Kv("err", error));
         for (auto& h : inst.plan.hooks) {
           if (h.chosen) h.rejected.emplace_back(h.chosen->mechanism, error);
           h.chosen.reset();
@@ -164,17 +165,7 @@ class KernelLifecycleSource : public LifecycleSource {
   Skeleton<lifecycle_bpf> Load(const AttachPlan& plan, std::string* error) {
     if (plan.Programs().empty()) return {};
     Skeleton<lifecycle_bpf> skel = OpenSkeleton<lifecycle_bpf>(btf_path_, error);
-    if (!skel) return {};
-    bpf_map* mine = nullptr;
-    bpf_object__for_each_map(mine, skel->obj) {
-      if (bpf_map__is_internal(mine)) continue;
-      const bpf_map* theirs = bpf_object__find_map_by_name(maps_->obj, bpf_map__name(mine));
-      int err = theirs ? bpf_map__reuse_fd(mine, bpf_map__fd(theirs)) : -ENOENT;
-      if (err) {
-        *error = std::string("reuse map ") + bpf_map__name(mine) + ": " + ErrnoName(err);
-        return {};
-      }
-    }
+    if (!skel || !ShareMaps(skel->obj, maps_->obj, error)) return {};
     if (LoadAndAttach(skel->skeleton, plan.Programs(), error) != 0) return {};
     return skel;
   }

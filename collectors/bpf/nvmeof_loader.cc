@@ -337,25 +337,11 @@ class KernelNvmeofSource : public NvmeofSource {
   Skeleton<nvmeof_bpf> Load(const AttachPlan& plan, std::string* error) {
     if (plan.Programs().empty()) return {};
     Skeleton<nvmeof_bpf> skel = OpenNvmeof(btf_path_, options_, error);
-    if (skel && ShareMaps(skel.get(), error) &&
+    if (skel && ShareMaps(skel->obj, maps_->obj, error) &&
         LoadAndAttach(skel->skeleton, plan.Programs(), error) == 0) {
       return skel;
     }
     return {};
-  }
-
-  bool ShareMaps(nvmeof_bpf* skel, std::string* error) {
-    bpf_map* mine = nullptr;
-    bpf_object__for_each_map(mine, skel->obj) {
-      if (bpf_map__is_internal(mine)) continue;  // .rodata: set per object, same values
-      const bpf_map* theirs = bpf_object__find_map_by_name(maps_->obj, bpf_map__name(mine));
-      int err = theirs ? bpf_map__reuse_fd(mine, bpf_map__fd(theirs)) : -ENOENT;
-      if (err) {
-        *error = std::string("reuse map ") + bpf_map__name(mine) + ": " + ErrnoName(err);
-        return false;
-      }
-    }
-    return true;
   }
 
   // Target commands end at the response-sent point only where that hook is attached.

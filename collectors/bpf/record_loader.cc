@@ -157,7 +157,7 @@ class KernelRecordSource : public RecordSource {
     RepointPlan(&plan);
     std::string error;
     Skeleton<record_bpf> skel = OpenRecord(late_.btf_path, late_.options, &error);
-    if (skel && ShareMaps(skel.get(), &error) &&
+    if (skel && ShareMaps(skel->obj, skel_->obj, &error) &&
         LoadAndAttach(skel->skeleton, plan.Programs(), &error) == 0) {
       for (auto& h : plan.hooks) {
         LogInfo("record: module loaded: hook attached",
@@ -184,20 +184,6 @@ class KernelRecordSource : public RecordSource {
       if (h.chosen) names.push_back(h.hook->name);
     }
     return names;
-  }
-
-  bool ShareMaps(record_bpf* skel, std::string* error) {
-    bpf_map* mine = nullptr;
-    bpf_object__for_each_map(mine, skel->obj) {
-      if (bpf_map__is_internal(mine)) continue;  // .rodata, .bss: per object
-      const bpf_map* theirs = bpf_object__find_map_by_name(skel_->obj, bpf_map__name(mine));
-      int err = theirs ? bpf_map__reuse_fd(mine, bpf_map__fd(theirs)) : -ENOENT;
-      if (err) {
-        *error = std::string("reuse map ") + bpf_map__name(mine) + ": " + ErrnoName(err);
-        return false;
-      }
-    }
-    return true;
   }
 
   Skeleton<record_bpf> skel_;
