@@ -252,26 +252,26 @@ scrape reload-after-io
 
 # ---- a host transport loaded with no controller: its hooks go after the 30 s grace ----
 # (a controller that comes and goes between two of the exporter's looks is never seen; the
-# hooks must not hold the module for good). nvme_tcp is reloaded with no controller, its hooks
-# attach, and rmmod must then succeed within 90 s.
+# hooks must not hold the module for good). nvme_rdma (hooked on 6.1 and 6.12; nvme_tcp has no
+# hook on 6.1) is reloaded with no controller, its hooks attach, and rmmod must then succeed.
 phase unused
-nvme disconnect -d "$TCTRL" >/dev/null 2>&1 || fail "nvme disconnect $TCTRL"
+nvme disconnect -d "$RCTRL" >/dev/null 2>&1 || fail "nvme disconnect $RCTRL"
 deadline 60
-until /usr/sbin/rmmod nvme_tcp 2>/dev/null; do
-	before_deadline || { fail "rmmod nvme_tcp after its disconnect"; break; }
+until /usr/sbin/rmmod nvme_rdma 2>/dev/null; do
+	before_deadline || { fail "rmmod nvme_rdma after its disconnect"; break; }
 	sleep 1
 done
-modprobe nvme_tcp || fail "modprobe nvme_tcp"
+modprobe nvme_rdma || fail "modprobe nvme_rdma"
 deadline 120
-until hooks_attached | grep -q '^nvme_tcp_try_send_cmd_pdu '; do
-	before_deadline || { fail "nvme_tcp hooks not attached 120 s after modprobe"; break; }
+until hooks_attached | grep -q '^nvme_rdma_post_send '; do
+	before_deadline || { fail "nvme_rdma hooks not attached 120 s after modprobe"; break; }
 	sleep 1
 done
 mark unused_attached
 t0=$(now)
 tries=0 rc=1
 for _ in $(seq 90); do
-	if /usr/sbin/rmmod nvme_tcp >"$R/rmmod-unused.txt" 2>&1; then rc=0; break; fi
+	if /usr/sbin/rmmod nvme_rdma >"$R/rmmod-unused.txt" 2>&1; then rc=0; break; fi
 	tries=$((tries + 1))
 	sleep 1
 done
