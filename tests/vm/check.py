@@ -324,6 +324,18 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
             os.path.join(self.dir, 'exporter.pid')) else []
         self.check(len(pids) == 1, 'one exporter process served the whole run', str(pids))
         self.record_late(ios)
+        # The host transport with no controller: unloadable with the exporter running, and if its
+        # stage hooks attached, released first (the grace of nvmeof_loader.cc).
+        out = open(os.path.join(self.dir, 'rmmod-unused.txt')).read() if os.path.exists(
+            os.path.join(self.dir, 'rmmod-unused.txt')) else ''
+        m = re.search(r'module=(\w+)', out)
+        self.check('rc=0 ' in out and m, 'rmmod of the transport without a controller, exporter running',
+                   out.strip().replace('\n', ' | '))
+        log = open(os.path.join(self.dir, 'exporter.log')).read() if os.path.exists(
+            os.path.join(self.dir, 'exporter.log')) else ''
+        if m and re.search(r'msg="eBPF hook" hook="%s_' % m.group(1), log):
+            self.check('hooks released" module="%s"' % m.group(1) in log,
+                       '%s hooks attached with no controller were released (grace)' % m.group(1))
 
     def record_late(self, ios):
         """`record -s 1` started with only nvmet (and nvme_core) loaded: the transport drivers'

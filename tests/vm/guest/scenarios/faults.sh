@@ -250,34 +250,6 @@ fio_n reload-rdma "$RDEV"
 fio_n reload-tcp "$TDEV"
 scrape reload-after-io
 
-# ---- a host transport loaded with no controller: its hooks go after the 30 s grace ----
-# (a controller that comes and goes between two of the exporter's looks is never seen; the
-# hooks must not hold the module for good). nvme_rdma (hooked on 6.1 and 6.12; nvme_tcp has no
-# hook on 6.1) is reloaded with no controller, its hooks attach, and rmmod must then succeed.
-phase unused
-nvme disconnect -d "$RCTRL" >/dev/null 2>&1 || fail "nvme disconnect $RCTRL"
-deadline 60
-until /usr/sbin/rmmod nvme_rdma 2>/dev/null; do
-	before_deadline || { fail "rmmod nvme_rdma after its disconnect"; break; }
-	sleep 1
-done
-modprobe nvme_rdma || fail "modprobe nvme_rdma"
-deadline 120
-until hooks_attached | grep -q '^nvme_rdma_post_send '; do
-	before_deadline || { fail "nvme_rdma hooks not attached 120 s after modprobe"; break; }
-	sleep 1
-done
-mark unused_attached
-t0=$(now)
-tries=0 rc=1
-for _ in $(seq 90); do
-	if /usr/sbin/rmmod nvme_rdma >"$R/rmmod-unused.txt" 2>&1; then rc=0; break; fi
-	tries=$((tries + 1))
-	sleep 1
-done
-echo "rc=$rc failed_tries=$tries seconds=$(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}')" >>"$R/rmmod-unused.txt"
-mark unused_done
-
 # ---- SIGTERM with scrapes in flight and a half-sent request ----
 phase sigterm
 { printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n'; sleep 20; } | nc 127.0.0.1 10420 >/dev/null 2>&1 &

@@ -50,4 +50,16 @@ snapshot after-io
 kill -INT $RECORD_PID
 wait $RECORD_PID
 echo "$?" >"$R/record-late-exit-code"
+# The other host transport never had a controller here: its stage hooks (where this kernel has
+# them; nvme_tcp has none on 6.1) hold it only for the 30 s grace after they attached
+# (nvmeof_loader.cc), then rmmod works with the exporter running.
+UNUSED=nvme_tcp
+[ "$1" = tcp ] && UNUSED=nvme_rdma
+tries=0 rc=1
+for _ in $(seq 120); do
+	if /usr/sbin/rmmod $UNUSED >"$R/rmmod-unused.txt" 2>&1; then rc=0; break; fi
+	tries=$((tries + 1))
+	sleep 1
+done
+echo "rc=$rc failed_tries=$tries module=$UNUSED" >>"$R/rmmod-unused.txt"
 finish
