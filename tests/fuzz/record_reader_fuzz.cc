@@ -7,6 +7,7 @@
 
 #include "profile/record_file.h"
 #include "profile/report_data.h"
+#include "profile/report_render.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
