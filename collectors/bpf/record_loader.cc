@@ -155,6 +155,13 @@ class KernelRecordSource : public RecordSource {
     KernelProber prober(late_.paths, [](const Variant&, std::string*) { return 0; });
     AttachPlan plan = PlanAttach(hooks, late_.forced, prober);
     RepointPlan(&plan);
+    if (plan.Programs().empty()) {  // e.g. an inlined function: planned once, not every second
+      for (auto& h : plan.hooks) {
+        LogInfo("record: module loaded: hook missing", Kv("hook", h.hook->name));
+        late_.plan.hooks.push_back(std::move(h));
+      }
+      return;
+    }
     std::string error;
     Skeleton<record_bpf> skel = OpenRecord(late_.btf_path, late_.options, &error);
     if (skel && ShareMaps(skel->obj, skel_->obj, &error) &&
@@ -180,9 +187,8 @@ class KernelRecordSource : public RecordSource {
 
   std::vector<std::string_view> PlannedHooks() const {
     std::vector<std::string_view> names;
-    for (const auto& h : late_.plan.hooks) {
-      if (h.chosen) names.push_back(h.hook->name);
-    }
+    // Every hook planned, attached or not: one without a variant here (inlined) stays so.
+    for (const auto& h : late_.plan.hooks) names.push_back(h.hook->name);
     return names;
   }
 

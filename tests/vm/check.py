@@ -354,7 +354,7 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
             io = [r for r in recs if r.get('op') in ('read', 'write')]
             self.check(end.get('end') and end.get('lost') == 0, 'late record: %s file ended, lost none' % role,
                        str(end))
-            # fio's commands and, on the host, a few of the filesystem-free probing reads around it.
+            # fio's commands and a few probing reads around it.
             self.check(ios <= len(io) <= ios * 1.01 + 64,
                        'late record: %s file holds fio\'s %d commands (%d)' % (role, ios, len(io)))
             nqns = set(r.get('hostnqn', '') for r in io)

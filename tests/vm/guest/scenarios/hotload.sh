@@ -3,6 +3,7 @@
 # TRANSPORT=tcp (from run.sh's environment, via the kernel command line) runs it over NVMe/TCP.
 . /opt/vm/lib.sh
 conf SCENARIO hotload
+conf KERNEL "$(uname -r)"
 lsmod >"$R/lsmod-start.txt"
 start_exporter || die "exporter start"
 scrape no-modules
