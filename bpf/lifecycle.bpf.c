@@ -441,27 +441,27 @@ int BPF_PROG(lc_cm_fentry, void* id_priv, void* event) {
 }
 
 /* Entry + return pairs: NAME_kprobe/NAME_fentry stash, NAME_kretprobe/NAME_fexit count. */
-#define LC_ENTRY(name, fn, body, ...)             \
-  SEC("kprobe/" #fn)                              \
-  int BPF_KPROBE(name##_kprobe, __VA_ARGS__) {    \
-    body;                                         \
-    return 0;                                     \
-  }                                               \
-  SEC("fentry/" #fn)                              \
-  int BPF_PROG(name##_fentry, __VA_ARGS__) {      \
-    body;                                         \
-    return 0;                                     \
+#define LC_ENTRY(name, fn, body, ...)          \
+  SEC("kprobe/" #fn)                           \
+  int BPF_KPROBE(name##_kprobe, __VA_ARGS__) { \
+    body;                                      \
+    return 0;                                  \
+  }                                            \
+  SEC("fentry/" #fn)                           \
+  int BPF_PROG(name##_fentry, __VA_ARGS__) {   \
+    body;                                      \
+    return 0;                                  \
   }
-#define LC_RETURN(name, fn, body, ...)            \
-  SEC("kretprobe/" #fn)                           \
-  int BPF_KRETPROBE(name##_kretprobe, long ret) { \
-    body;                                         \
-    return 0;                                     \
-  }                                               \
-  SEC("fexit/" #fn)                               \
+#define LC_RETURN(name, fn, body, ...)                \
+  SEC("kretprobe/" #fn)                               \
+  int BPF_KRETPROBE(name##_kretprobe, long ret) {     \
+    body;                                             \
+    return 0;                                         \
+  }                                                   \
+  SEC("fexit/" #fn)                                   \
   int BPF_PROG(name##_fexit, __VA_ARGS__, long ret) { \
-    body;                                         \
-    return 0;                                     \
+    body;                                             \
+    return 0;                                         \
   }
 
 LC_ENTRY(lc_state, nvme_change_ctrl_state, on_state_entry(ctrl, new_state), void* ctrl,
@@ -470,8 +470,8 @@ LC_RETURN(lc_state_ret, nvme_change_ctrl_state, on_state_exit(ret), void* ctrl, 
 /* 6.12; 6.1.0-57 has none: its keep-alive completion is inlined in nvme_keep_alive_work. */
 LC_ENTRY(lc_ka_end, nvme_keep_alive_end_io, on_keep_alive_end(rq, status), struct request* rq,
          __u8 status)
-LC_ENTRY(lc_devwrite, nvmf_dev_write, on_devwrite_entry(ubuf, len), void* file,
-         const void* ubuf, __u64 len)
+LC_ENTRY(lc_devwrite, nvmf_dev_write, on_devwrite_entry(ubuf, len), void* file, const void* ubuf,
+         __u64 len)
 LC_RETURN(lc_devwrite_ret, nvmf_dev_write, on_devwrite_exit(ret), void* file, const void* ubuf,
           __u64 len, void* pos)
 LC_ENTRY(lc_adminq, nvmf_connect_admin_queue, on_adminq_entry(ctrl), void* ctrl)

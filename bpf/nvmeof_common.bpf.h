@@ -6,8 +6,8 @@
 #ifndef NVMEOF_BPF_NVMEOF_COMMON_BPF_H_
 #define NVMEOF_BPF_NVMEOF_COMMON_BPF_H_
 
-#include "core_shims.h"
 #include "classes.h"
+#include "core_shims.h"
 #include "nvmeof_maps.h"
 
 /* A pointer argument as a plain number. In tp_btf/fentry programs the verifier types pointer

@@ -173,8 +173,8 @@ class RdmaCollector : public Collector {
 
   // Returns whether the port has a hw_counters directory. `ca`: the device is a channel
   // adapter (IB or RoCE), not an iWARP RNIC.
-  bool CollectPort(const std::string& dir, const std::string& dev, const std::string& port,
-                   bool ca, std::vector<BoundNetdev>* bound, MetricSink& out) {
+  bool CollectPort(const std::string& dir, const std::string& dev, const std::string& port, bool ca,
+                   std::vector<BoundNetdev>* bound, MetricSink& out) {
     const std::string link_layer = ReadFile(dir + "/link_layer").value_or("");
     // IB ports have no netdev; a RoCE port normally has one (VLANs/bonds can add more).
     std::vector<std::string> netdevs = PortNetdevs(dir);

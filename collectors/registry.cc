@@ -27,8 +27,10 @@ const std::vector<CollectorInfo>& AllCollectors() {
        "NVMe/TCP connections and their retransmits (sock_diag); node-wide TCP counters (procfs) "
        "with tcp.node_counters",
        NewTcpCollector, ParseSection<TcpOptions, &CollectorOptions::tcp, ParseTcpOptions>},
-      {"bpf", true, "eBPF stage latency: block layer (queue, device, end to end) and NVMe-oF host and target stages", NewBpfCollector,
-       ParseSection<BpfOptions, &CollectorOptions::bpf, ParseBpfOptions>},
+      {"bpf", true,
+       "eBPF stage latency: block layer (queue, device, end to end) and NVMe-oF host and target "
+       "stages",
+       NewBpfCollector, ParseSection<BpfOptions, &CollectorOptions::bpf, ParseBpfOptions>},
       {"rdma_netlink", true,
        "RDMA port statistics, optional counters, resources and per-QP counters (rdma netlink)",
        NewRdmaNetlinkCollector,

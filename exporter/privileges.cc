@@ -24,7 +24,6 @@ namespace nvmeof {
 
 namespace {
 
-
 // The target every thread applies to itself, written before any signal is sent (the
 // signal's delivery orders it before the handler's reads).
 struct Target {

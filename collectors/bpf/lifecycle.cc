@@ -47,12 +47,12 @@ const std::vector<HookSpec>& LifecycleHooks() {
          "lc_devwrite_fentry"),
       Fn("nvmf_dev_write_return", "nvme_fabrics", "nvmf_dev_write", "lc_devwrite_ret_kretprobe",
          "lc_devwrite_ret_fexit"),
-      Fn("nvmf_connect_admin_queue", "nvme_fabrics", "nvmf_connect_admin_queue",
-         "lc_adminq_kprobe", "lc_adminq_fentry"),
+      Fn("nvmf_connect_admin_queue", "nvme_fabrics", "nvmf_connect_admin_queue", "lc_adminq_kprobe",
+         "lc_adminq_fentry"),
       Fn("nvmf_connect_admin_queue_return", "nvme_fabrics", "nvmf_connect_admin_queue",
          "lc_adminq_ret_kretprobe", "lc_adminq_ret_fexit"),
-      Fn("nvmet_execute_admin_connect", "nvmet", "nvmet_execute_admin_connect",
-         "lc_aconn_kprobe", "lc_aconn_fentry"),
+      Fn("nvmet_execute_admin_connect", "nvmet", "nvmet_execute_admin_connect", "lc_aconn_kprobe",
+         "lc_aconn_fentry"),
       Fn("nvmet_execute_admin_connect_return", "nvmet", "nvmet_execute_admin_connect",
          "lc_aconn_ret_kretprobe", "lc_aconn_ret_fexit"),
       Fn("nvmet_execute_io_connect", "nvmet", "nvmet_execute_io_connect", "lc_iconn_kprobe",
@@ -71,10 +71,10 @@ const std::vector<HookSpec>& LifecycleHooks() {
 
 std::string_view CmEventName(std::uint32_t event) {
   static constexpr std::string_view kNames[] = {
-      "addr_resolved",   "addr_error",   "route_resolved",   "route_error",
-      "connect_request", "connect_response", "connect_error", "unreachable",
-      "rejected",        "established",  "disconnected",     "device_removal",
-      "multicast_join",  "multicast_error", "addr_change",   "timewait_exit"};
+      "addr_resolved",   "addr_error",       "route_resolved", "route_error",
+      "connect_request", "connect_response", "connect_error",  "unreachable",
+      "rejected",        "established",      "disconnected",   "device_removal",
+      "multicast_join",  "multicast_error",  "addr_change",    "timewait_exit"};
   return event < std::size(kNames) ? kNames[event] : "other";
 }
 
@@ -118,17 +118,37 @@ std::string_view RejectReasonName(std::int32_t reason) {
                                                 "invalid_alt_flow_label"};
   if (reason == 35) return "vendor_option_not_supported";
   return reason > 0 && static_cast<std::size_t>(reason) < std::size(kNames) ? kNames[reason]
-                                                                             : "other";
+                                                                            : "other";
 }
 
 }  // namespace
 
 std::string ErrnoLabel(std::int32_t negative_errno) {
   switch (-negative_errno) {
-    case ECONNREFUSED: case ETIMEDOUT: case ECONNRESET: case ECONNABORTED: case EHOSTUNREACH:
-    case ENETUNREACH: case EADDRNOTAVAIL: case EIO: case EINVAL: case ENOMEM: case EALREADY:
-    case EBUSY: case ENODEV: case ENXIO: case ENOENT: case EPROTO: case EINTR: case EAGAIN:
-    case EPERM: case EACCES: case EKEYREJECTED: case ENOTCONN: case EADDRINUSE: case ENETDOWN:
+    case ECONNREFUSED:
+    case ETIMEDOUT:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case EADDRNOTAVAIL:
+    case EIO:
+    case EINVAL:
+    case ENOMEM:
+    case EALREADY:
+    case EBUSY:
+    case ENODEV:
+    case ENXIO:
+    case ENOENT:
+    case EPROTO:
+    case EINTR:
+    case EAGAIN:
+    case EPERM:
+    case EACCES:
+    case EKEYREJECTED:
+    case ENOTCONN:
+    case EADDRINUSE:
+    case ENETDOWN:
       return ErrnoName(-negative_errno);
     default:
       return "other";
@@ -144,8 +164,8 @@ std::string CmEventStatus(std::uint32_t event, std::int32_t status) {
 }
 
 std::string_view CtrlStateName(std::uint32_t state) {
-  static constexpr std::string_view kNames[] = {"new",      "live",          "resetting", "connecting",
-                                                "deleting", "deleting_noio", "dead"};
+  static constexpr std::string_view kNames[] = {
+      "new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"};
   return state < std::size(kNames) ? kNames[state] : "unknown";
 }
 
@@ -153,16 +173,26 @@ std::string_view ConnectStatusName(std::uint32_t status, std::uint32_t result) {
   // IPO_IATTR_CONNECT_DATA(subsysnqn): bit 16 = in the data, offset 256 = subsysnqn.
   constexpr std::uint32_t kIattrSubsysnqn = (1U << 16) | 256;
   switch (status) {
-    case 0x000: return "success";
-    case 0x002: return "invalid_field";
-    case 0x006: return "internal_error";
-    case 0x180: return "incompatible_format";
-    case 0x181: return "controller_busy";
-    case 0x182: return result == kIattrSubsysnqn ? "invalid_subsystem" : "invalid_parameters";
-    case 0x183: return "restart_discovery";
-    case 0x184: return "invalid_host";
-    case 0x190: return "invalid_queue_type";
-    default: return "other";
+    case 0x000:
+      return "success";
+    case 0x002:
+      return "invalid_field";
+    case 0x006:
+      return "internal_error";
+    case 0x180:
+      return "incompatible_format";
+    case 0x181:
+      return "controller_busy";
+    case 0x182:
+      return result == kIattrSubsysnqn ? "invalid_subsystem" : "invalid_parameters";
+    case 0x183:
+      return "restart_discovery";
+    case 0x184:
+      return "invalid_host";
+    case 0x190:
+      return "invalid_queue_type";
+    default:
+      return "other";
   }
 }
 
@@ -191,10 +221,10 @@ ConnectTarget ParseConnectTarget(const nvmeof_lc_key& key) {
   ConnectTarget t;
   if (key.a == NVMEOF_LC_OPTS_FIELDS) {
     t.transport = Plain(CString(key.name, NVMEOF_LC_TRADDR_AT));
-    t.traddr = Plain(CString(key.name + NVMEOF_LC_TRADDR_AT,
-                             NVMEOF_LC_TRSVCID_AT - NVMEOF_LC_TRADDR_AT));
-    t.trsvcid = Plain(CString(key.name + NVMEOF_LC_TRSVCID_AT,
-                              sizeof(key.name) - NVMEOF_LC_TRSVCID_AT));
+    t.traddr =
+        Plain(CString(key.name + NVMEOF_LC_TRADDR_AT, NVMEOF_LC_TRSVCID_AT - NVMEOF_LC_TRADDR_AT));
+    t.trsvcid =
+        Plain(CString(key.name + NVMEOF_LC_TRSVCID_AT, sizeof(key.name) - NVMEOF_LC_TRSVCID_AT));
   } else {
     // "nqn=...,transport=tcp,traddr=10.0.0.1,trsvcid=4420,hostnqn=...\n"
     std::string_view opts = CString(key.name, sizeof(key.name));
@@ -274,8 +304,7 @@ void EmitTargetControllers(const LifecycleSnapshot& snap, HostnqnFolder& folder,
   constexpr std::string_view kLost =
       "Connection events the lifecycle eBPF programs could not record: counts_full = a new "
       "event key did not fit, ctrls_full = a target controller did not fit.";
-  out.Counter("nvmeof_exporter_bpf_lifecycle_lost_events_total", kLost,
-              {{"reason", "counts_full"}},
+  out.Counter("nvmeof_exporter_bpf_lifecycle_lost_events_total", kLost, {{"reason", "counts_full"}},
               static_cast<double>(snap.lost[NVMEOF_LC_LOST_COUNTS]));
   out.Counter("nvmeof_exporter_bpf_lifecycle_lost_events_total", kLost, {{"reason", "ctrls_full"}},
               static_cast<double>(snap.lost[NVMEOF_LC_LOST_CTRLS]));
@@ -310,12 +339,14 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
         break;
       case NVMEOF_LC_CONNECT_FAIL: {
         ConnectTarget t = ParseConnectTarget(k);
-        std::string error = k.b < 0 ? ErrnoLabel(k.b)
-                                    : std::string(ConnectStatusName(
-                                          static_cast<std::uint32_t>(k.b), 0));
+        std::string error =
+            k.b < 0 ? ErrnoLabel(k.b)
+                    : std::string(ConnectStatusName(static_cast<std::uint32_t>(k.b), 0));
         if (error == "invalid_subsystem") error = "invalid_parameters";  // no IATTR on the host
         sums[{"nvmeof_controller_connect_failures_total",
-              {{"transport", t.transport}, {"traddr", t.traddr}, {"trsvcid", t.trsvcid},
+              {{"transport", t.transport},
+               {"traddr", t.traddr},
+               {"trsvcid", t.trsvcid},
                {"error", error}}}] += v;
         break;
       }
@@ -324,11 +355,12 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
               {{"controller", "nvme" + std::to_string(k.a)}}}] += v;
         break;
       case NVMEOF_LC_TARGET_CONNECT:
-        sums[{"nvmeof_target_connects_total",
-              {{"nqn", nqn_label(name)},
-               {"queue", k.a == NVMEOF_LC_QUEUE_ADMIN ? "admin" : "io"},
-               {"result",
-                std::string(ConnectStatusName(static_cast<std::uint32_t>(k.b), k.c))}}}] += v;
+        sums[{
+            "nvmeof_target_connects_total",
+            {{"nqn", nqn_label(name)},
+             {"queue", k.a == NVMEOF_LC_QUEUE_ADMIN ? "admin" : "io"},
+             {"result", std::string(ConnectStatusName(static_cast<std::uint32_t>(k.b), k.c))}}}] +=
+            v;
         break;
       case NVMEOF_LC_KA_EXPIRY:
         sums[{"nvmeof_target_keep_alive_expiries_total", {{"nqn", nqn_label(name)}}}] += v;

@@ -52,11 +52,11 @@ bool ReadOneOf(const YAML::Node& node, const std::string& key,
 }  // namespace
 
 bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error) {
-  if (!CheckKeys(
-          node, "bpf",
-          {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats", "block_devices",
-           "size_classes", "protobuf_histograms", "stage_detail", "map_memory_max", "hostnqn_limit"},
-          error)) {
+  if (!CheckKeys(node, "bpf",
+                 {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
+                  "block_devices", "size_classes", "protobuf_histograms", "stage_detail",
+                  "map_memory_max", "hostnqn_limit"},
+                 error)) {
     return false;
   }
   if (!ReadOneOf(node, "mechanism", {"auto", "fentry", "kprobe", "tp_btf", "raw_tp"},

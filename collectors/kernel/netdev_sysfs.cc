@@ -4,8 +4,7 @@
 
 namespace nvmeof {
 
-ReadStatus ReadNetdevMtu(const std::string& sysfs, const std::string& netdev,
-                         std::uint64_t* mtu) {
+ReadStatus ReadNetdevMtu(const std::string& sysfs, const std::string& netdev, std::uint64_t* mtu) {
   const std::string dir = sysfs + "/class/net/" + netdev;
   if (netdev.empty() || netdev.find('/') != std::string::npos || !IsDir(dir)) {
     return ReadStatus::kAbsent;

@@ -122,23 +122,29 @@ TEST(BpfLifecycleEmit, EveryFamilyWithBoundedLabels) {
   snap.lost[NVMEOF_LC_LOST_COUNTS] = 7;
   HostnqnFolder folder(1);
   MetricSink sink;
-  EmitLifecycle(snap, folder, [](const std::string& nqn) { return nqn == "nqn.s1"; }, sink);
+  EmitLifecycle(
+      snap, folder, [](const std::string& nqn) { return nqn == "nqn.s1"; }, sink);
 
   EXPECT_EQ(Value(sink, "nvmeof_rdma_cm_events_total",
-                  {{"event", "rejected"}, {"status", "consumer_defined"}, {"rdma_device", "rxe0"},
+                  {{"event", "rejected"},
+                   {"status", "consumer_defined"},
+                   {"rdma_device", "rxe0"},
                    {"rdma_port", "1"}}),
             2);
-  EXPECT_EQ(Value(sink, "nvmeof_rdma_cm_events_total", {{"event", "established"}, {"status", "ok"}}),
-            5);
+  EXPECT_EQ(
+      Value(sink, "nvmeof_rdma_cm_events_total", {{"event", "established"}, {"status", "ok"}}), 5);
   EXPECT_EQ(Value(sink, "nvmeof_controller_state_transitions_total",
                   {{"controller", "nvme3"}, {"from", "live"}, {"to", "resetting"}}),
             1);
   EXPECT_EQ(Value(sink, "nvmeof_controller_state_transitions_total", {{"from", "unknown"}}), 1);
   EXPECT_EQ(Value(sink, "nvmeof_controller_connect_failures_total",
-                  {{"transport", "tcp"}, {"traddr", "10.0.0.1"}, {"trsvcid", "4420"},
+                  {{"transport", "tcp"},
+                   {"traddr", "10.0.0.1"},
+                   {"trsvcid", "4420"},
                    {"error", "ECONNREFUSED"}}),
             5);
-  EXPECT_EQ(Value(sink, "nvmeof_controller_connect_failures_total", {{"error", "invalid_host"}}), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_controller_connect_failures_total", {{"error", "invalid_host"}}),
+            1);
   EXPECT_EQ(Value(sink, "nvmeof_controller_keep_alive_failures_total", {{"controller", "nvme3"}}),
             1);
   EXPECT_EQ(Value(sink, "nvmeof_target_connects_total",
@@ -149,13 +155,12 @@ TEST(BpfLifecycleEmit, EveryFamilyWithBoundedLabels) {
             1);
   EXPECT_EQ(Value(sink, "nvmeof_target_keep_alive_expiries_total", {{"nqn", "nqn.s1"}}), 1);
   EXPECT_EQ(Value(sink, "nvmeof_target_controllers", {{"nqn", "nqn.s1"}, {"hostnqn", "h1"}}), 2);
-  EXPECT_EQ(Value(sink, "nvmeof_target_controllers", {{"nqn", "nqn.s1"}, {"hostnqn", "other"}}),
-            2);
+  EXPECT_EQ(Value(sink, "nvmeof_target_controllers", {{"nqn", "nqn.s1"}, {"hostnqn", "other"}}), 2);
   EXPECT_EQ(Count(sink, "nvmeof_target_controllers"), 2);
   EXPECT_EQ(Value(sink, "nvmeof_exporter_bpf_hostnqn_folded_total"), 2);
-  EXPECT_EQ(Value(sink, "nvmeof_exporter_bpf_lifecycle_lost_events_total",
-                  {{"reason", "counts_full"}}),
-            7);
+  EXPECT_EQ(
+      Value(sink, "nvmeof_exporter_bpf_lifecycle_lost_events_total", {{"reason", "counts_full"}}),
+      7);
 }
 
 TEST(BpfLifecycleOptions, HostnqnLimitFromYaml) {

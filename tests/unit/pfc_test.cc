@@ -325,8 +325,7 @@ TEST(PfcEmpty, NoRootNoNetdevsIsSuccessWithoutSeries) {
 
 TEST_F(PfcFixtureTest, EcnPerPriorityAndPoint) {
   EXPECT_EQ(Count(sink_, "nvmeof_rdma_ecn_enabled"), 32);  // two mlx5 netdevs x np/rp x 8
-  EXPECT_EQ(Count(sink_, "nvmeof_rdma_ecn_enabled", {{"netdev", "ens1f0np0"}, {"point", "np"}}),
-            8);
+  EXPECT_EQ(Count(sink_, "nvmeof_rdma_ecn_enabled", {{"netdev", "ens1f0np0"}, {"point", "np"}}), 8);
   EXPECT_EQ(Value(sink_, "nvmeof_rdma_ecn_enabled",
                   {{"netdev", "ens1f0np0"}, {"point", "rp"}, {"priority", "3"}}),
             1);
@@ -347,11 +346,11 @@ TEST(PfcEcn, BadSwitchFilesAreSkippedNotZero) {
   t.RdmaDevice("mlx5_0", "ens1f0np0");
   const std::string np = "sys/class/net/ens1f0np0/ecn/roce_np/enable/";
   for (int p = 0; p < 8; ++p) t.Write(np + std::to_string(p), "1\n");
-  t.Write(np + "1", "2\n");        // not a switch value
-  t.Write(np + "2", "enabled\n");  // garbage
-  t.Write(np + "3", "");           // empty
-  fs::remove(t.path() + "/" + np + "4");                     // missing
-  fs::remove(t.path() + "/" + np + "5");                     // unreadable: a directory
+  t.Write(np + "1", "2\n");               // not a switch value
+  t.Write(np + "2", "enabled\n");         // garbage
+  t.Write(np + "3", "");                  // empty
+  fs::remove(t.path() + "/" + np + "4");  // missing
+  fs::remove(t.path() + "/" + np + "5");  // unreadable: a directory
   fs::create_directories(t.path() + "/" + np + "5");
   MetricSink sink;
   ASSERT_TRUE(NewPfcCollector(FixtureOptions(t.path() + "/sys", kEthtool))->Collect(sink));

@@ -583,8 +583,7 @@ TEST(RdmaMtu, RocePathMtuEdgesFollowIboeGetMtu) {
     t.Write("class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "ens1f0np0");
     t.Write("class/net/ens1f0np0/mtu", std::to_string(netdev_mtu));
     auto s = ScrapeRdma(t.root());
-    EXPECT_EQ(Value(s.sink, "nvmeof_rdma_roce_path_mtu_bytes", {{"rdma_device", "mlx5_0"}}),
-              want)
+    EXPECT_EQ(Value(s.sink, "nvmeof_rdma_roce_path_mtu_bytes", {{"rdma_device", "mlx5_0"}}), want)
         << "netdev MTU " << netdev_mtu;
     EXPECT_EQ(s.sink.skipped(), 0u);
   }
