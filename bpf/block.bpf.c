@@ -5,7 +5,8 @@
  * variant per hook with bpf_program__set_autoload before loading (collectors/bpf_block.cc).
  *   issue    (optional): remembers the issue time in the in-flight table.
  *   complete (required): counts every request, and for timed ones records the stages into a
- *                        per-CPU histogram keyed by (disk, op).
+ *                        per-CPU histogram keyed by (disk, op); with nvmeof_end also the
+ *                        end point of NVMe-oF host commands (one program on the tracepoint).
  * The queue stage starts at rq->start_time_ns, which the kernel sets at request allocation
  * whenever iostats are on (the default) or a scheduler is attached, so no insert hook and no
  * hash update are needed for it. Without the issue hook, queue and device merge into the
@@ -20,12 +21,16 @@
 #include "count_cache.bpf.h"
 #include "hist.h"
 #include "nvmeof_common.bpf.h"
+#include "nvmeof_inflight.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the exporter before load. */
 const volatile __u32 sample_every = 1; /* time 1 in N requests (picked by a hash, see sampled) */
 const volatile bool issue_hooked = true;
+/* Also end NVMe-oF host commands here (nvmeof_inflight.bpf.h): the NVMe-oF collector runs with
+ * the same sample_every, so a request sampled here is the one its host hooks timed. */
+const volatile bool nvmeof_end = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -152,6 +157,7 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   if (c) *c += 1;
   id = request_id(rq, direct);
   sampled_rq = id && sampled(rq, id, direct);
+  if (nvmeof_end && sampled_rq) nv_host_end(id, NVMEOF_READ(direct, rq, __sector));
   if (c && !sampled_rq) return;
   h = bpf_map_lookup_elem(&block_hists, &k);
   if (!h) {

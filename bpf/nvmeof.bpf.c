@@ -31,6 +31,7 @@
 #include "count_cache.bpf.h"
 #include "hist.h"
 #include "nvmeof_common.bpf.h"
+#include "nvmeof_inflight.bpf.h"
 #include "nvmeof_maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -38,32 +39,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the exporter before load. */
 const volatile __u32 sample_every = 1; /* time 1 in N commands (counted per CPU) */
 const volatile bool size_classes = false;
-const volatile __u8 stage_detail = NVMEOF_DETAIL_NAMESPACE; /* enum nvmeof_detail */
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, NVMEOF_CMD_SETS);
-  __type(key, __u32);
-  __type(value, struct nvmeof_cmd_set);
-} nv_inflight SEC(".maps");
-
-/* End-to-end histograms per series (kind NVMEOF_KIND_TOTAL): allocated on first use. */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-  __uint(max_entries, NVMEOF_SERIES_MAX);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, struct nvmeof_series);
-  __type(value, struct nvmeof_hist);
-} nv_hists SEC(".maps");
-
-/* Stage histograms per series and set of points passed (nvmeof_path_hists). */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-  __uint(max_entries, NVMEOF_SERIES_MAX);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, struct nvmeof_series);
-  __type(value, struct nvmeof_path_hists);
-} nv_paths SEC(".maps");
 
 /* Exact command counts per series (kind NVMEOF_KIND_COMMANDS): apart from nv_hists, so that a
  * count costs 8 bytes per CPU, not a histogram's 1,760. */
@@ -94,14 +69,6 @@ struct {
   __type(value, __u32);
 } nv_ctrl SEC(".maps");
 
-/* A zeroed value to insert from: too large for the 512-byte BPF stack. */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct nvmeof_path_hists);
-} nv_zero SEC(".maps");
-
 /* Series id -> name: the host disk's name (gendisk address -> "nvme0c1n1") or the target
  * subsystem's NQN (nvmet_subsys address). Written when a series' first command completes. */
 struct {
@@ -117,31 +84,6 @@ struct {
   __type(key, __u32);
   __type(value, struct nvmeof_config);
 } nv_config SEC(".maps");
-
-/* Event counters; then a scratch slot (see as_id) and the receive stash. */
-#define SCRATCH_SLOT NVMEOF_NCTR_COUNT
-#define RECV_SLOT (NVMEOF_NCTR_COUNT + 1)
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, NVMEOF_NCTR_COUNT + 2);
-  __type(key, __u32);
-  __type(value, __u64);
-} nv_counters SEC(".maps");
-
-static __always_inline __u64* slot(__u32 key) { return bpf_map_lookup_elem(&nv_counters, &key); }
-
-static __always_inline void count_event(__u32 which) {
-  __u64* c = slot(which);
-  if (c) *c += 1;
-}
-
-/* A command as each of its hooks finds it: its address (the in-flight key) and a tag that
- * tells two commands of one reused request apart (host: the start sector; target: SLBA and
- * command id), so that a hook never stamps an entry its command's setup did not make (one left
- * by a command whose last hook was missed, e.g. a kprobe skipped on recursion). */
-struct cmd {
-  __u64 id, tag;
-};
 
 /* Host: is request `rq` (address `id`) sampled? direct: as in core_shims.h. */
 static __always_inline bool host_sampled(struct request* rq, __u64 id, bool direct, struct cmd* c) {
@@ -161,89 +103,11 @@ static __always_inline bool target_sampled(struct nvmet_req___nv* req, __u64 id,
 }
 
 static __always_inline __u64 as_id(const void* p, bool direct) {
-  return nvmeof_as_id(&nv_counters, SCRATCH_SLOT, p, direct);
+  return nvmeof_as_id(&nv_counters, NV_SCRATCH_SLOT, p, direct);
 }
 
 static __always_inline __u8 size_class(__u64 bytes) {
   return size_classes ? nvmeof_size_class(bytes) : 0;
-}
-
-/* The value of `k` in `map` (nv_hists or nv_paths), inserted zeroed if new. */
-static __always_inline void* hist_entry(void* map, struct nvmeof_series* k) {
-  void* h = bpf_map_lookup_elem(map, k);
-  __u32 zero = 0;
-  void* z;
-  if (h) return h;
-  z = bpf_map_lookup_elem(&nv_zero, &zero);
-  if (!z) return 0;
-  bpf_map_update_elem(map, k, z, BPF_NOEXIST);
-  h = bpf_map_lookup_elem(map, k);
-  if (!h) count_event(NVMEOF_NCTR_MAP_FULL);
-  return h;
-}
-
-/* Global (not static): the verifier checks it once, not again at each of finish()'s spans. */
-__noinline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
-  __u32 i = nvmeof_hist_index(ns);
-  if (!h || i >= NVMEOF_HIST_BUCKETS) return 0;
-  h->count += 1;
-  h->sum_ns += ns;
-  h->buckets[i] += 1;
-  return 0;
-}
-
-/* The command's stages (spans between consecutive points it passed, in time order) and its
- * first-to-last time, recorded whole or not at all, so every stage's count equals the
- * end-to-end count: a new series' entries are allocated in the completion context, where the
- * kernel's BPF allocator can run dry for a moment (counted as NVMEOF_NCTR_MAP_FULL). */
-static __always_inline void finish(struct nvmeof_inflight* e, int points) {
-  struct nvmeof_series k = e->series;
-  struct nvmeof_path_hists* p;
-  struct nvmeof_hist* total;
-  __u64 first_ts = 0, last_ts = 0;
-  int first = -1, last = -1, i;
-  __u8 mask = 0;
-#pragma unroll
-  for (i = 0; i < NVMEOF_POINTS; i++) {
-    __u64 t = e->ts[i];
-    if (i >= points || !t || t < last_ts) continue;
-    if (first < 0) {
-      first = i;
-      first_ts = t;
-    }
-    mask |= 1 << i;
-    last = i;
-    last_ts = t;
-  }
-  if (first < 0 || last <= first) return;
-  k.kind = NVMEOF_KIND_TOTAL;
-  k.from = first;
-  k.to = last;
-  total = hist_entry(&nv_hists, &k);
-  if (!total) return;
-  k.kind = NVMEOF_KIND_STAGE;
-  k.from = 0;
-  k.to = 0;
-  k.points = mask;
-  if (stage_detail == NVMEOF_DETAIL_CONTROLLER) {
-    if (k.role != NVMEOF_ROLE_HOST) {
-      k.port = 0;
-      k.detail = NVMEOF_DETAIL_CONTROLLER;
-    } else if (e->stage_id) {
-      k.id = e->stage_id - 1;
-      k.detail = NVMEOF_DETAIL_CONTROLLER;
-    }
-  }
-  p = hist_entry(&nv_paths, &k);
-  if (!p) return;
-  nv_hist_add(total, last_ts - first_ts);
-  last_ts = first_ts;
-#pragma unroll
-  for (i = 1; i < NVMEOF_POINTS; i++) {
-    if (i <= first || !(mask & (1 << i))) continue;
-    nv_hist_add(&p->stage[i - 1], e->ts[i] - last_ts);
-    last_ts = e->ts[i];
-  }
 }
 
 /* Counts a command of `base`; on the series' first command also keeps its name, the string at
@@ -264,7 +128,7 @@ static __always_inline void count_command(struct nvmeof_series* base, __u64 name
     bpf_map_update_elem(&nv_commands, &k, &zero64, BPF_NOEXIST);
     c = bpf_map_lookup_elem(&nv_commands, &k);
     if (!c) {
-      count_event(NVMEOF_NCTR_MAP_FULL);
+      nv_event(NVMEOF_NCTR_MAP_FULL);
       return;
     }
     *c += 1;
@@ -278,59 +142,6 @@ static __always_inline void count_command(struct nvmeof_series* base, __u64 name
   dst = bpf_map_lookup_elem(&nv_names, &k.id);
   if (!dst) return;
   bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE, (void*)name);
-}
-
-static __always_inline struct nvmeof_cmd_set* cmd_set(__u64 id) {
-  __u32 set = (__u32)((id * 0x9E3779B97F4A7C15ULL) >> (64 - NVMEOF_CMD_SET_BITS));
-  return bpf_map_lookup_elem(&nv_inflight, &set);
-}
-
-/* The in-flight way of command `c`, or 0. */
-static __always_inline struct nvmeof_cmd_way* inflight(const struct cmd* c) {
-  struct nvmeof_cmd_set* s;
-  int i;
-  if (!c->id) return 0;
-  s = cmd_set(c->id);
-  if (!s) return 0;
-#pragma unroll
-  for (i = 0; i < NVMEOF_CMD_WAYS; i++) {
-    if (s->way[i].id == c->id && s->way[i].e.tag == c->tag) return &s->way[i];
-  }
-  return 0;
-}
-
-/* Starts tracking command `id` with `e` (again if it is tracked: a requeued request is set up
- * again and timed from there). A full set drops the command, counted. */
-static __always_inline void track(const struct cmd* c, struct nvmeof_inflight* e) {
-  struct nvmeof_cmd_set* s;
-  __u64 id = c->id;
-  int i;
-  if (!id) return;
-  e->tag = c->tag;
-  s = cmd_set(id);
-  if (!s) return;
-#pragma unroll
-  for (i = 0; i < NVMEOF_CMD_WAYS; i++) {
-    if (s->way[i].id == id ||
-        (s->way[i].id == 0 && __sync_val_compare_and_swap(&s->way[i].id, 0, id) == 0)) {
-      s->way[i].e = *e;
-      return;
-    }
-  }
-  count_event(NVMEOF_NCTR_INFLIGHT_FULL);
-}
-
-/* Frees the way (its reads are done: the swap orders them before another CPU's claim). */
-static __always_inline void untrack(struct nvmeof_cmd_way* w) {
-  __sync_lock_test_and_set(&w->id, 0);
-}
-
-/* Stamps `point` of a sampled command, once (a partial send retries: the first one counts). */
-static __always_inline struct nvmeof_cmd_way* stamp(const struct cmd* c, int point) {
-  struct nvmeof_cmd_way* w = inflight(c);
-  if (!w || point < 0 || point >= NVMEOF_POINTS) return 0;
-  if (!w->e.ts[point]) w->e.ts[point] = bpf_ktime_get_ns();
-  return w;
 }
 
 static __always_inline void host_stamp(__u64 id, struct request* rq, bool direct, int point) {
@@ -392,7 +203,7 @@ static __always_inline void on_setup(struct request* rq, const void* cmd, bool d
   e.ts[NVMEOF_HP_SETUP] = now;
   host_series(rq, direct, disk, &e.series);
   e.stage_id = host_stage_id(disk);
-  count_event(NVMEOF_NCTR_SAMPLED_HOST);
+  nv_event(NVMEOF_NCTR_SAMPLED_HOST);
   track(&c, &e);
 }
 
@@ -401,7 +212,7 @@ static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
   __u64 id = rdma_sent_rq(wc);
   struct cmd c;
   if (!host_sampled((struct request*)id, id, false, &c)) return;
-  w = inflight(&c);
+  w = tracked(&c);
   /* The response may be processed before the send completion is polled; then the send
    * completion is not a point between posted and response, and the span stays whole. */
   if (w && !w->e.ts[NVMEOF_HP_RESPONSE] && !w->e.ts[NVMEOF_HP_SENT]) {
@@ -421,31 +232,26 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
 }
 
 static __always_inline void on_end(struct request* rq, bool direct) {
-  struct nvmeof_cmd_way* w;
   struct cmd c;
-  if (!host_sampled(rq, as_id(rq, direct), direct, &c)) return;
-  w = stamp(&c, NVMEOF_HP_END);
-  if (!w) return;
-  finish(&w->e, NVMEOF_HP_COUNT);
-  untrack(w);
+  if (host_sampled(rq, as_id(rq, direct), direct, &c)) nv_host_end(c.id, c.tag);
 }
 
 /* ---- target ---- */
 
 /* The capsule's receive processing starts: stash the time for on_init on this CPU. */
-static __always_inline void on_recv(void) { recv_stash(slot(RECV_SLOT)); }
+static __always_inline void on_recv(void) { recv_stash(nv_slot(NV_RECV_SLOT)); }
 
 static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
                                     bool direct) {
   struct nvmeof_inflight e = {};
-  __u64 recv = recv_take(slot(RECV_SLOT)), now;
+  __u64 recv = recv_take(nv_slot(NV_RECV_SLOT)), now;
   struct cmd c;
   if (!id || !sq || NVMEOF_READ(direct, sq, qid) == 0) return; /* 0: admin */
   if (!target_sampled(req, id, direct, &c)) return;
   now = bpf_ktime_get_ns();
   e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);
   e.ts[NVMEOF_TP_INIT] = now;
-  count_event(NVMEOF_NCTR_SAMPLED_TARGET);
+  nv_event(NVMEOF_NCTR_SAMPLED_TARGET);
   track(&c, &e);
 }
 
@@ -483,7 +289,7 @@ static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool d
   struct nvmeof_cmd_way* w;
   struct cmd c;
   if (!target_sampled(req, id, direct, &c)) return;
-  w = inflight(&c);
+  w = tracked(&c);
   if (!w || !w->e.ts[NVMEOF_TP_DONE]) return;
   w->e.ts[NVMEOF_TP_SENT] = bpf_ktime_get_ns();
   finish(&w->e, NVMEOF_TP_COUNT);

@@ -180,7 +180,8 @@ int BPF_KPROBE(nv_end_kprobe, struct request* rq, blk_status_t error, unsigned i
 /* ---- target ---- */
 
 /* receive: the capsule's receive processing starts; nvmet_req_init() follows on this CPU in
- * the same call (RDMA: recv_done -> handle_command; TCP: try_recv_pdu -> done_recv_pdu). */
+ * the same call (RDMA: recv_done -> handle_command; TCP: io_work -> try_recv_pdu -> done_recv_pdu).
+ */
 SEC("fentry/nvmet_rdma_recv_done")
 int BPF_PROG(nv_t_rdma_recv_fentry) {
   on_recv();
@@ -193,13 +194,17 @@ int BPF_KPROBE(nv_t_rdma_recv_kprobe) {
   return 0;
 }
 
-SEC("fentry/nvmet_tcp_try_recv_pdu")
+/* TCP: the queue's io_work starts (it reads the capsules the socket has, and runs their
+ * nvmet_req_init); the first command it initializes takes the stash. Once per io_work pass,
+ * where nvmet_tcp_try_recv_pdu runs three times per command at queue depth 1 (two of them find
+ * nothing): the receive span is from the queue's work starting to the command parsed. */
+SEC("fentry/nvmet_tcp_io_work")
 int BPF_PROG(nv_t_tcp_recv_fentry) {
   on_recv();
   return 0;
 }
 
-SEC("kprobe/nvmet_tcp_try_recv_pdu")
+SEC("kprobe/nvmet_tcp_io_work")
 int BPF_KPROBE(nv_t_tcp_recv_kprobe) {
   on_recv();
   return 0;

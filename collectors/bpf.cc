@@ -402,11 +402,14 @@ std::unique_ptr<Collector> NewBpfCollectorFrom(const CollectorOptions& options, 
 }
 
 std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options) {
-  BlockLoad block = LoadBlock(options.paths, options.bpf, /*plan_only=*/false);
+  // The block completion program also ends NVMe-oF host commands (one program on the
+  // tracepoint instead of two); the NVMe-oF part shares its maps.
+  BlockLoad block = LoadBlock(options.paths, options.bpf, /*plan_only=*/false,
+                              /*nvmeof_end=*/true);
   NvmeofLoad nvmeof;
   LifecycleLoad lifecycle;
   if (block.availability.ok) {
-    nvmeof = LoadNvmeof(options.paths, options.bpf, /*plan_only=*/false);
+    nvmeof = LoadNvmeof(options.paths, options.bpf, /*plan_only=*/false, &block);
     lifecycle = LoadLifecycle(options.paths, options.bpf);
   }
   return NewBpfCollectorFrom(options, std::move(block), std::move(nvmeof), std::move(lifecycle));

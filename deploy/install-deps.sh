@@ -12,7 +12,8 @@ BUILD=(cmake g++ make pkg-config git clang llvm bpftool libbpf-dev
 TEST=(libgtest-dev libgmock-dev prometheus prometheus-alertmanager curl openssl apache2-utils python3 iproute2 ethtool
   fio util-linux libbpf-tools rsync strace libcap2-bin systemd zstd
   libclang-rt-14-dev  # libFuzzer + ASan runtimes for tests/fuzz (clang is in BUILD)
-  lintian)  # tests/e2e/test_package.sh checks the .deb
+  lintian  # tests/e2e/test_package.sh checks the .deb
+  ccache)  # tests/run-all.sh: repeated builds (CI's clean clones) reuse object files
 
 want=("${BUILD[@]}")
 [ "${1:-}" = --test ] && want+=("${TEST[@]}")

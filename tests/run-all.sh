@@ -20,6 +20,13 @@ elif [ $# -gt 0 ]; then
   exit 2
 fi
 deploy/install-deps.sh --test
+# Every build below goes through ccache (installed with the test dependencies): CI's clean
+# clones then reuse the object files of earlier runs on the same machine. The base dir and
+# no-hash-dir settings let a clone in another directory hit the same cache entries.
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+fi
 # ctest in TREE, which must run every test that exists: at least the unit tests the binary lists
 # plus the e2e scripts (ctest also has a few checks of its own, e.g. metric_model).
 run_ctest() {

@@ -13,6 +13,8 @@
 #include "collectors/base/collector.h"
 #include "collectors/bpf/attach.h"
 
+struct bpf_object;
+
 namespace nvmeof {
 
 inline constexpr std::string_view kHookBlockIssue = "block_rq_issue";
@@ -48,6 +50,9 @@ class BlockSource {
  public:
   virtual ~BlockSource() = default;
   virtual bool Read(BlockSnapshot* out) = 0;
+  // The loaded object whose completion program also ends NVMe-oF host commands, for LoadNvmeof
+  // to share its stage maps (bpf/nvmeof_inflight.bpf.h); null when it does not.
+  virtual const bpf_object* NvmeofEnd() const { return nullptr; }
 };
 
 struct BlockLoad {
@@ -58,7 +63,10 @@ struct BlockLoad {
 
 // Never throws and never exits: on any failure `source` is null and `availability` says why.
 // plan_only: probe which variants attach (trial loads) without keeping anything loaded.
-BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_only);
+// nvmeof_end: the completion program also ends NVMe-oF host commands (the NVMe-oF collector
+// loads next and shares the maps: LoadNvmeof), one program on block_rq_complete instead of two.
+BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_only,
+                    bool nvmeof_end = false);
 
 std::string_view BlockOpName(std::uint32_t op);        // read write flush discard other
 std::string_view BlockStageName(std::uint32_t stage);  // queue device total

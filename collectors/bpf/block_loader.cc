@@ -19,13 +19,17 @@ namespace {
 
 class KernelBlockSource : public BlockSource {
  public:
-  KernelBlockSource(Skeleton<block_bpf> skel, AttachPlan plan, UniqueFd stats_fd, Paths paths)
+  KernelBlockSource(Skeleton<block_bpf> skel, AttachPlan plan, UniqueFd stats_fd, Paths paths,
+                    bool nvmeof_end)
       : skel_(std::move(skel)),
         plan_(std::move(plan)),
         stats_fd_(std::move(stats_fd)),
         paths_(std::move(paths)),
         ncpus_(libbpf_num_possible_cpus()),
-        maps_(LoadedMapSizes(skel_->obj, "block")) {}
+        maps_(LoadedMapSizes(skel_->obj, "block", "nv_")),  // nv_*: counted as the NVMe-oF part's
+        nvmeof_end_(nvmeof_end) {}
+
+  const bpf_object* NvmeofEnd() const override { return nvmeof_end_ ? skel_->obj : nullptr; }
 
   bool Read(BlockSnapshot* out) override {
     if (ncpus_ <= 0) return false;
@@ -109,11 +113,20 @@ class KernelBlockSource : public BlockSource {
   Paths paths_;
   int ncpus_;
   std::vector<MapSize> maps_;
+  bool nvmeof_end_;
 };
+
+// The NVMe-oF stage maps of an object that does not end NVMe-oF commands: the least room.
+void ShrinkNvmeofMaps(bpf_object* obj) {
+  for (const char* name : {"nv_inflight", "nv_hists", "nv_paths"}) {
+    bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, name), 1);
+  }
+}
 
 }  // namespace
 
-BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_only) {
+BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_only,
+                    bool nvmeof_end) {
   InstallLibbpfLogger();
   BlockLoad load;
   std::optional<Mechanism> forced;
@@ -124,6 +137,7 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
   KernelProber prober(paths, [&](const Variant& v, std::string* error) {
     Skeleton<block_bpf> trial = OpenSkeleton<block_bpf>(btf_path, error);
     if (!trial) return -EINVAL;
+    ShrinkNvmeofMaps(trial->obj);
     return LoadAndAttach(trial->skeleton, {v.program}, error);
   });
   load.plan = PlanAttach(BlockHooks(), forced, prober);
@@ -147,6 +161,13 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
   if (skel) {
     skel->rodata->sample_every = options.sample_every ? options.sample_every : 1;
     skel->rodata->issue_hooked = load.plan.Find(kHookBlockIssue)->chosen.has_value();
+    skel->rodata->nvmeof_end = nvmeof_end;
+    skel->rodata->stage_detail = NvmeofStageDetail(options);
+    if (nvmeof_end) {
+      SizeNvmeofStageMaps(skel->obj, options);
+    } else {
+      ShrinkNvmeofMaps(skel->obj);
+    }
     bpf_map__set_max_entries(
         skel->maps.block_hists,
         HistMapEntries(options.map_memory_max, sizeof(nvmeof_block_key), sizeof(nvmeof_block_hist),
@@ -158,8 +179,8 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
     return load;
   }
   UniqueFd stats_fd = options.enable_stats ? EnableRunTimeStats() : UniqueFd();
-  load.source =
-      std::make_unique<KernelBlockSource>(std::move(skel), load.plan, std::move(stats_fd), paths);
+  load.source = std::make_unique<KernelBlockSource>(std::move(skel), load.plan, std::move(stats_fd),
+                                                    paths, nvmeof_end);
   return load;
 }
 

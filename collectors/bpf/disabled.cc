@@ -13,11 +13,11 @@ Availability DisabledAtBuild() {
 
 }  // namespace
 
-BlockLoad LoadBlock(const Paths&, const BpfOptions&, bool) {
+BlockLoad LoadBlock(const Paths&, const BpfOptions&, bool, bool) {
   return {DisabledAtBuild(), {}, nullptr};
 }
 
-NvmeofLoad LoadNvmeof(const Paths&, const BpfOptions&, bool) {
+NvmeofLoad LoadNvmeof(const Paths&, const BpfOptions&, bool, const BlockLoad*) {
   return {DisabledAtBuild(), {}, nullptr};
 }
 

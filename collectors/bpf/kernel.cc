@@ -204,13 +204,16 @@ UniqueFd EnableRunTimeStats() {
   return UniqueFd(fd);
 }
 
-std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part) {
+std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part,
+                                    std::string_view skip_prefix) {
   std::vector<MapSize> sizes;
   const int ncpus = libbpf_num_possible_cpus();
   std::uint64_t total = 0;
   const bpf_map* map = nullptr;
   bpf_object__for_each_map(map, obj) {
     if (bpf_map__is_internal(map)) continue;
+    if (!skip_prefix.empty() && std::string_view(bpf_map__name(map)).starts_with(skip_prefix))
+      continue;
     const bpf_map_type type = bpf_map__type(map);
     const bool percpu = type == BPF_MAP_TYPE_PERCPU_HASH || type == BPF_MAP_TYPE_PERCPU_ARRAY ||
                         type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
@@ -245,11 +248,12 @@ bool ReadCountSlots(int map_fd, int ncpus, CountsByKey* counts) {
   return true;
 }
 
-bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error) {
+bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error, bool only_common) {
   bpf_map* map = nullptr;
   bpf_object__for_each_map(map, mine) {
     if (bpf_map__is_internal(map)) continue;
     const bpf_map* same = bpf_object__find_map_by_name(theirs, bpf_map__name(map));
+    if (!same && only_common) continue;
     int err = same ? bpf_map__reuse_fd(map, bpf_map__fd(same)) : -ENOENT;
     if (err) {
       *error = std::string("reuse map ") + bpf_map__name(map) + ": " + ErrnoName(err);

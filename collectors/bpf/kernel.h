@@ -109,8 +109,10 @@ class KernelProber : public VariantProber {
 UniqueFd EnableRunTimeStats();
 
 // Most memory each map of a loaded object can take (MapSize) (not .rodata and the like), and one
-// info line in the log with their sum, naming `part` ("block", "nvmeof").
-std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part);
+// info line in the log with their sum, naming `part` ("block", "nvmeof"). Maps named with
+// `skip_prefix` are another part's (shared with it) and left out.
+std::vector<MapSize> LoadedMapSizes(const bpf_object* obj, std::string_view part,
+                                    std::string_view skip_prefix = {});
 
 bool ReadProgramStats(const bpf_program* program, ProgramStats* stats);
 
@@ -157,8 +159,16 @@ std::size_t AddPerCpuCounts(int map_fd, int ncpus, CountsByKey* counts) {
 // Makes the opened, not yet loaded object `mine` use the maps of the loaded object `theirs` with
 // the same names (not .rodata and .bss: set per object): another instance of an object, loaded
 // for the hooks of a module that came later, counts into the first one's maps. False with
-// *error ("reuse map NAME: ERRNO") when one cannot be shared.
-bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error);
+// *error ("reuse map NAME: ERRNO") when one cannot be shared. only_common: share the maps both
+// objects have and leave `mine`'s others alone (another object sharing part of its maps).
+bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error,
+               bool only_common = false);
+
+// The NVMe-oF stage maps that block.bpf.c shares with nvmeof.bpf.c (bpf/nvmeof_inflight.bpf.h):
+// sizes nv_paths and nv_hists of an opened object from bpf.map_memory_max and the CPU count
+// (nvmeof_loader.cc), and the stage_detail both objects are loaded with.
+void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf);
+std::uint8_t NvmeofStageDetail(const BpfOptions& bpf);
 
 // Appends each (id, name) of an id -> name hash (nv_names, rec_names: NUL-terminated strings of
 // up to NVMEOF_NQN_SIZE bytes).

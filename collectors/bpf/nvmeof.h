@@ -23,6 +23,7 @@ namespace nvmeof {
 const std::vector<HookSpec>& NvmeofHooks();
 
 // The target's response-sent hooks per transport (bit NVMEOF_TRTYPE_* of nvmeof_config).
+inline constexpr std::string_view kHookNvmeRqEnd = "nvme_rq_end";
 inline constexpr std::string_view kHookNvmetRdmaSendDone = "nvmet_rdma_send_done";
 inline constexpr std::string_view kHookNvmetTcpSendResponse = "nvmet_try_send_response";
 
@@ -95,7 +96,11 @@ struct NvmeofLoad {
 
 // Never throws and never exits. plan_only: probe which variants attach (hooks of modules not
 // loaded are listed as missing with that reason) without keeping anything loaded.
-NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_only);
+// block: the loaded block collector; where its completion program ends NVMe-oF host commands
+// (BlockSource::NvmeofEnd), the nvme_rq_end hook is that program (shown with its variant) and
+// the stage maps are its.
+NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_only,
+                      const BlockLoad* block = nullptr);
 
 // Is the module loaded? (<sysfs>/module/<name> exists; built-in modules have it too)
 bool ModuleLoaded(const Paths& paths, std::string_view module);

@@ -31,20 +31,31 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& b
   if (!skel) return skel;
   skel->rodata->sample_every = bpf.sample_every ? bpf.sample_every : 1;
   skel->rodata->size_classes = bpf.size_classes;
+  skel->rodata->stage_detail = NvmeofStageDetail(bpf);
+  SizeNvmeofStageMaps(skel->obj, bpf);
+  return skel;
+}
+
+}  // namespace
+
+std::uint8_t NvmeofStageDetail(const BpfOptions& bpf) {
   // node detail is controller detail in the kernel, summed over controllers by the collector.
-  skel->rodata->stage_detail =
-      bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
+  return bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
+}
+
+void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf) {
   // bpf.map_memory_max split by what an entry holds: 6 stage histograms in nv_paths, one
   // end-to-end histogram in nv_hists.
   const int cpus = libbpf_num_possible_cpus();
-  bpf_map__set_max_entries(skel->maps.nv_paths,
+  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_paths"),
                            HistMapEntries(bpf.map_memory_max / 7 * 6, sizeof(nvmeof_series),
                                           sizeof(nvmeof_path_hists), cpus, 16, NVMEOF_SERIES_MAX));
-  bpf_map__set_max_entries(skel->maps.nv_hists,
+  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_hists"),
                            HistMapEntries(bpf.map_memory_max / 7, sizeof(nvmeof_series),
                                           sizeof(nvmeof_hist), cpus, 16, NVMEOF_SERIES_MAX));
-  return skel;
 }
+
+namespace {
 
 // The hooks a releasable host transport module gates load as an object of their own, so that
 // releasing them frees just their programs, and with them the module reference (kernel 6.4+
@@ -58,15 +69,17 @@ std::string_view GroupOf(const HookSpec& h) {
 // trial_loads: after the static checks, load and attach each variant alone to be sure (~0.3-5 s
 // each under QEMU's TCG); without, the static checks decide and the caller's final load tells.
 // group: nullopt plans every hook. release_idle: the gates whose hooks are not wanted while no
-// controller of theirs exists (empty for `probe`).
+// controller of theirs exists (empty for `probe`). end_in_block: nvme_rq_end is the block
+// collector's program (LoadNvmeof), not planned here.
 AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::string& btf_path,
                       std::optional<Mechanism> forced, const std::vector<std::string>& attached,
                       bool trial_loads, std::optional<std::string_view> group,
-                      const std::set<std::string_view>& release_idle) {
+                      const std::set<std::string_view>& release_idle, bool end_in_block) {
   std::vector<HookSpec> candidates;
   std::vector<std::pair<const HookSpec*, std::string>> waiting;
   for (const auto& h : NvmeofHooks()) {
     if (group && GroupOf(h) != *group) continue;
+    if (end_in_block && h.name == kHookNvmeRqEnd) continue;
     if (std::find(attached.begin(), attached.end(), h.name) != attached.end()) continue;
     std::string why = WhyNotHooked(paths, h.gate, release_idle.count(h.gate) > 0);
     if (why.empty()) {
@@ -107,8 +120,10 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
 class KernelNvmeofSource : public NvmeofSource {
  public:
   KernelNvmeofSource(Paths paths, BpfOptions options, std::string btf_path,
-                     std::optional<Mechanism> forced, Skeleton<nvmeof_bpf> maps, UniqueFd stats_fd)
-      : paths_(std::move(paths)),
+                     std::optional<Mechanism> forced, Skeleton<nvmeof_bpf> maps, UniqueFd stats_fd,
+                     std::optional<Variant> end)
+      : end_(end),
+        paths_(std::move(paths)),
         options_(std::move(options)),
         btf_path_(std::move(btf_path)),
         forced_(forced),
@@ -271,14 +286,14 @@ class KernelNvmeofSource : public NvmeofSource {
     // The static checks first and one load (fast); if that load fails, a trial load per hook
     // finds the variants that work.
     AttachPlan plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached,
-                                 /*trial_loads=*/false, group, used_);
+                                 /*trial_loads=*/false, group, used_, end_.has_value());
     if (plan.Programs().empty()) return plan;
     std::string error;
     Skeleton<nvmeof_bpf> skel = Load(plan, &error);
     if (!skel) {
       LogInfo("NVMe-oF eBPF load failed; trying each hook alone", Kv("err", error));
       plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached, /*trial_loads=*/true, group,
-                        used_);
+                        used_, end_.has_value());
       skel = Load(plan, &error);
     }
     if (plan.Programs().empty()) return plan;
@@ -358,6 +373,12 @@ class KernelNvmeofSource : public NvmeofSource {
   void RebuildPlan(const AttachPlan& latest) {
     AttachPlan live;
     for (const auto& h : NvmeofHooks()) {
+      if (end_ && h.name == kHookNvmeRqEnd && wanted_ && wanted_->count(h.gate)) {
+        HookPlan& end = live.hooks.emplace_back();  // the block collector's program
+        end.hook = &h;
+        end.chosen = end_;
+        continue;
+      }
       const HookPlan* found = nullptr;
       for (const auto& inst : instances_) {
         if (const HookPlan* hp = inst.plan.Find(h.name); hp && hp->chosen) found = hp;
@@ -370,6 +391,9 @@ class KernelNvmeofSource : public NvmeofSource {
   }
 
   static constexpr std::chrono::seconds kModulePoll{2};
+
+  // The block collector's completion variant where its program is nvme_rq_end (LoadNvmeof).
+  const std::optional<Variant> end_;
 
   Paths paths_;
   BpfOptions options_;
@@ -401,7 +425,8 @@ class KernelNvmeofSource : public NvmeofSource {
 
 }  // namespace
 
-NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_only) {
+NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_only,
+                      const BlockLoad* block) {
   InstallLibbpfLogger();
   NvmeofLoad load;
   std::optional<Mechanism> forced;
@@ -409,12 +434,18 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
   load.availability = PrepareBpfLoad(paths, options, &forced, &btf_path);
   if (!load.availability.ok) return load;
   if (plan_only) {
-    load.plan =
-        PlanNvmeof(paths, options, btf_path, forced, {}, /*trial_loads=*/true, std::nullopt, {});
+    load.plan = PlanNvmeof(paths, options, btf_path, forced, {}, /*trial_loads=*/true, std::nullopt,
+                           {}, /*end_in_block=*/false);
     return load;
   }
+  // The block collector's completion program ends host commands: its stage maps are shared.
+  const bpf_object* end_obj = block && block->source ? block->source->NvmeofEnd() : nullptr;
+  const HookPlan* end_hook = block ? block->plan.Find(kHookBlockComplete) : nullptr;
+  std::optional<Variant> end;
+  if (end_obj && end_hook && end_hook->chosen) end = end_hook->chosen;
   std::string error;
   Skeleton<nvmeof_bpf> maps = OpenNvmeof(btf_path, options, &error);
+  if (maps && end && !ShareMaps(maps->obj, end_obj, &error, /*only_common=*/true)) maps.reset();
   if (maps && LoadAndAttach(maps->skeleton, {}, &error) != 0) maps.reset();
   if (!maps) {
     load.availability = {false, "load_failed", error};
@@ -422,7 +453,7 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
   }
   UniqueFd stats_fd = options.enable_stats ? EnableRunTimeStats() : UniqueFd();
   load.source = std::make_unique<KernelNvmeofSource>(paths, options, btf_path, forced,
-                                                     std::move(maps), std::move(stats_fd));
+                                                     std::move(maps), std::move(stats_fd), end);
   load.plan = load.source->Plan();
   return load;
 }
