@@ -3,9 +3,10 @@
  *
  * Two hooks, each in four variants (fentry, kprobe, tp_btf, raw_tp); the exporter enables one
  * variant per hook with bpf_program__set_autoload before loading (collectors/bpf_block.cc).
- *   issue    (optional): remembers the issue time in the in-flight table.
+ *   issue    (optional): remembers the issue time in the in-flight table; with nvmeof_host
+ *                        also the setup point of NVMe-oF host commands.
  *   complete (required): counts every request, and for timed ones records the stages into a
- *                        per-CPU histogram keyed by (disk, op); with nvmeof_end also the
+ *                        per-CPU histogram keyed by (disk, op); with nvmeof_host also the
  *                        end point of NVMe-oF host commands (one program on the tracepoint).
  * The queue stage starts at rq->start_time_ns, which the kernel sets at request allocation
  * whenever iostats are on (the default) or a scheduler is attached, so no insert hook and no
@@ -28,9 +29,10 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the exporter before load. */
 const volatile __u32 sample_every = 1; /* time 1 in N requests (picked by a hash, see sampled) */
 const volatile bool issue_hooked = true;
-/* Also end NVMe-oF host commands here (nvmeof_inflight.bpf.h): the NVMe-oF collector runs with
- * the same sample_every, so a request sampled here is the one its host hooks timed. */
-const volatile bool nvmeof_end = false;
+/* Also set up (at issue) and end (at completion) NVMe-oF host commands here
+ * (nvmeof_inflight.bpf.h): the NVMe-oF collector runs with the same sample_every, so a request
+ * sampled here is the one its host hooks time. */
+const volatile bool nvmeof_host = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -119,6 +121,7 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
 
   key = request_id(rq, direct);
   if (!key || !sampled(rq, key, direct)) return;
+  if (nvmeof_host) nv_host_setup(rq, key, NVMEOF_READ(direct, rq, __sector), direct, true);
   s = inflight_set(key);
   if (!s) return;
     /* Requeued requests are issued again: reuse their way. Else take a free one. */
@@ -157,7 +160,7 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   if (c) *c += 1;
   id = request_id(rq, direct);
   sampled_rq = id && sampled(rq, id, direct);
-  if (nvmeof_end && sampled_rq) nv_host_end(id, NVMEOF_READ(direct, rq, __sector));
+  if (nvmeof_host && sampled_rq) nv_host_end(id, NVMEOF_READ(direct, rq, __sector));
   if (c && !sampled_rq) return;
   h = bpf_map_lookup_elem(&block_hists, &k);
   if (!h) {

@@ -38,7 +38,6 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the exporter before load. */
 const volatile __u32 sample_every = 1; /* time 1 in N commands (counted per CPU) */
-const volatile bool size_classes = false;
 
 /* Exact command counts per series (kind NVMEOF_KIND_COMMANDS): apart from nv_hists, so that a
  * count costs 8 bytes per CPU, not a histogram's 1,760. */
@@ -59,16 +58,6 @@ struct {
   __type(value, struct nvmeof_count_slot);
 } nv_count_slots SEC(".maps");
 
-/* Host disk (gendisk address) -> its controller's instance (nvme<N>) + 1, for stage spans at
- * controller detail (0: not an nvme disk name). Parsed from the name at its first sampled
- * command. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 1024);
-  __type(key, __u64);
-  __type(value, __u32);
-} nv_ctrl SEC(".maps");
-
 /* Series id -> name: the host disk's name (gendisk address -> "nvme0c1n1") or the target
  * subsystem's NQN (nvmet_subsys address). Written when a series' first command completes. */
 struct {
@@ -85,6 +74,8 @@ struct {
   __type(value, struct nvmeof_config);
 } nv_config SEC(".maps");
 
+static __always_inline __u64 as_id(const void* p, bool direct) { return nv_as_id(p, direct); }
+
 /* Host: is request `rq` (address `id`) sampled? direct: as in core_shims.h. */
 static __always_inline bool host_sampled(struct request* rq, __u64 id, bool direct, struct cmd* c) {
   c->id = id;
@@ -100,14 +91,6 @@ static __always_inline bool target_sampled(struct nvmet_req___nv* req, __u64 id,
   c->id = id;
   c->tag = w.slba ^ (__u64)w.cid << 48;
   return picked;
-}
-
-static __always_inline __u64 as_id(const void* p, bool direct) {
-  return nvmeof_as_id(&nv_counters, NV_SCRATCH_SLOT, p, direct);
-}
-
-static __always_inline __u8 size_class(__u64 bytes) {
-  return size_classes ? nvmeof_size_class(bytes) : 0;
 }
 
 /* Counts a command of `base`; on the series' first command also keeps its name, the string at
@@ -157,54 +140,10 @@ static __always_inline void target_stamp(__u64 id, struct nvmet_req___nv* req, b
 
 /* ---- host ---- */
 
-/* The request's disk as a number (direct: a plain load, then through map memory, as_id). */
-static __always_inline __u64 host_disk(struct request* rq, bool direct) {
-  if (direct && !bpf_core_field_exists(((struct request___old*)0)->rq_disk))
-    return as_id(rq->q->disk, true);
-  return rq_disk(rq);
-}
-
-static __always_inline void host_series(struct request* rq, bool direct, __u64 disk,
-                                        struct nvmeof_series* s) {
-  s->id = disk;
-  s->role = NVMEOF_ROLE_HOST;
-  s->op = nvmeof_rq_op(rq, direct);
-  s->size = size_class(NVMEOF_READ(direct, rq, __data_len));
-}
-
-/* At controller detail, the stage id of a host disk: its controller instance + 1, parsed from
- * its name once and kept in nv_ctrl (0: not an nvme disk name, stages stay per disk). */
-static __always_inline __u64 host_stage_id(__u64 disk) {
-  char name[32] = {};
-  __u32* known;
-  __u32 v;
-  int ctrl;
-  if (stage_detail != NVMEOF_DETAIL_CONTROLLER) return 0;
-  known = bpf_map_lookup_elem(&nv_ctrl, &disk);
-  if (known) return *known;
-  bpf_probe_read_kernel_str(name, sizeof(name),
-                            (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
-  ctrl = nvmeof_ctrl_instance(name);
-  v = ctrl >= 0 ? (__u32)ctrl + 1 : 0;
-  bpf_map_update_elem(&nv_ctrl, &disk, &v, BPF_ANY);
-  return v;
-}
-
 static __always_inline void on_setup(struct request* rq, const void* cmd, bool direct) {
-  struct nvmeof_inflight e = {};
-  __u64 id = as_id(rq, direct), disk, start, now;
   struct cmd c;
-  if (!host_sampled(rq, id, direct, &c)) return;
-  disk = host_disk(rq, direct);
-  if (!disk) return; /* admin and fabrics commands */
-  now = bpf_ktime_get_ns();
-  start = NVMEOF_READ(direct, rq, start_time_ns);
-  if (start && start <= now) e.ts[NVMEOF_HP_ALLOC] = start;
-  e.ts[NVMEOF_HP_SETUP] = now;
-  host_series(rq, direct, disk, &e.series);
-  e.stage_id = host_stage_id(disk);
-  nv_event(NVMEOF_NCTR_SAMPLED_HOST);
-  track(&c, &e);
+  if (host_sampled(rq, as_id(rq, direct), direct, &c))
+    nv_host_setup(rq, c.id, c.tag, direct, false);
 }
 
 static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
@@ -273,7 +212,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
     s.trtype = NVMEOF_READ(direct, port, disc_addr.trtype);
   }
   s.op = nvme_op(opcode);
-  s.size = size_class(NVMEOF_READ(direct, req, transfer_len));
+  s.size = nv_size_class(NVMEOF_READ(direct, req, transfer_len));
   count_command(&s, s.id + bpf_core_field_offset(struct nvmet_subsys___nv, subsysnqn), true);
 
   if (!target_sampled(req, id, direct, &c)) return;

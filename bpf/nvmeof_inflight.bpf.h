@@ -1,18 +1,23 @@
-/* The NVMe-oF in-flight table and what ends a sampled command: its stamps, and at its last
- * point its stage spans and end-to-end time (finish). nvmeof.bpf.c includes it, and so does
- * block.bpf.c, whose completion program ends NVMe-oF host commands when both collectors run:
- * one program on block_rq_complete instead of two (about 450 instructions per command less on
- * an NVMe-oF host with the target on the same node). The exporter shares these maps between the
- * two objects (collectors/bpf/block_loader.cc). Include after vmlinux.h and the libbpf headers.
+/* The NVMe-oF in-flight table: a sampled command's setup (host), stamps, and at its last point
+ * its stage spans and end-to-end time (finish). nvmeof.bpf.c includes it, and so does
+ * block.bpf.c, whose issue and completion programs set up and end NVMe-oF host commands when
+ * both collectors run: one program on each of block_rq_issue and block_rq_complete instead of
+ * two (a program run per request less at each: dispatch is most of what a hook costs). The exporter
+ * shares these maps between the two objects (collectors/bpf/block_loader.cc). Include after
+ * vmlinux.h and the libbpf headers.
  */
 #ifndef NVMEOF_BPF_NVMEOF_INFLIGHT_BPF_H_
 #define NVMEOF_BPF_NVMEOF_INFLIGHT_BPF_H_
 
+#include "classes.h"
+#include "core_shims.h"
 #include "hist.h"
+#include "nvmeof_common.bpf.h"
 #include "nvmeof_maps.h"
 
-/* Set by the exporter before load. */
+/* Set by the exporter before load (the same in both objects). */
 const volatile __u8 stage_detail = NVMEOF_DETAIL_NAMESPACE; /* enum nvmeof_detail */
+const volatile bool size_classes = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -201,6 +206,84 @@ static __always_inline void finish(struct nvmeof_inflight* e, int points) {
     nv_hist_add(&p->stage[i - 1], e->ts[i] - last_ts);
     last_ts = e->ts[i];
   }
+}
+
+/* Host disk (gendisk address) -> its controller's instance (nvme<N>) + 1, for stage spans at
+ * controller detail (0: not an nvme disk name). Parsed from the name at its first sampled
+ * command. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u64);
+  __type(value, __u32);
+} nv_ctrl SEC(".maps");
+
+/* A pointer argument as a number (nvmeof_as_id), through the shared scratch slot. */
+static __always_inline __u64 nv_as_id(const void* p, bool direct) {
+  return nvmeof_as_id(&nv_counters, NV_SCRATCH_SLOT, p, direct);
+}
+
+static __always_inline __u8 nv_size_class(__u64 bytes) {
+  return size_classes ? nvmeof_size_class(bytes) : 0;
+}
+
+/* The request's disk as a number (direct: a plain load, then through map memory, as_id). */
+static __always_inline __u64 host_disk(struct request* rq, bool direct) {
+  if (direct && !bpf_core_field_exists(((struct request___old*)0)->rq_disk))
+    return nv_as_id(rq->q->disk, true);
+  return rq_disk(rq);
+}
+
+static __always_inline void host_series(struct request* rq, bool direct, __u64 disk,
+                                        struct nvmeof_series* s) {
+  s->id = disk;
+  s->role = NVMEOF_ROLE_HOST;
+  s->op = nvmeof_rq_op(rq, direct);
+  s->size = nv_size_class(NVMEOF_READ(direct, rq, __data_len));
+}
+
+/* At controller detail, the stage id of a host disk: its controller instance + 1, parsed from
+ * its name once and kept in nv_ctrl (0: not an nvme disk name, stages stay per disk). */
+static __always_inline __u64 host_stage_id(__u64 disk) {
+  char name[32] = {};
+  __u32* known;
+  __u32 v;
+  int ctrl;
+  if (stage_detail != NVMEOF_DETAIL_CONTROLLER) return 0;
+  known = bpf_map_lookup_elem(&nv_ctrl, &disk);
+  if (known) return *known;
+  bpf_probe_read_kernel_str(name, sizeof(name),
+                            (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
+  ctrl = nvmeof_ctrl_instance(name);
+  v = ctrl >= 0 ? (__u32)ctrl + 1 : 0;
+  bpf_map_update_elem(&nv_ctrl, &disk, &v, BPF_ANY);
+  return v;
+}
+
+/* Host: sets up the in-flight entry of sampled request `rq` (address `id`, start sector `tag`)
+ * at its setup point: nvme:nvme_setup_cmd in nvmeof.bpf.c, or block:block_rq_issue in
+ * block.bpf.c (nvme_start_request(), right after the driver built the command), which sees
+ * every disk's requests: any_disk keeps only NVMe disks (nvme*: the ones nvme_setup_cmd sees). */
+static __always_inline void nv_host_setup(struct request* rq, __u64 id, __u64 tag, bool direct,
+                                          bool any_disk) {
+  struct nvmeof_inflight e = {};
+  struct cmd c = {.id = id, .tag = tag};
+  __u64 disk = host_disk(rq, direct), start, now;
+  __u32 prefix = 0;
+  if (!disk) return; /* admin and fabrics commands */
+  if (any_disk) {
+    bpf_probe_read_kernel(&prefix, sizeof(prefix),
+                          (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
+    if (prefix != ('n' | 'v' << 8 | 'm' << 16 | 'e' << 24)) return;
+  }
+  now = bpf_ktime_get_ns();
+  start = NVMEOF_READ(direct, rq, start_time_ns);
+  if (start && start <= now) e.ts[NVMEOF_HP_ALLOC] = start;
+  e.ts[NVMEOF_HP_SETUP] = now;
+  host_series(rq, direct, disk, &e.series);
+  e.stage_id = host_stage_id(disk);
+  nv_event(NVMEOF_NCTR_SAMPLED_HOST);
+  track(&c, &e);
 }
 
 /* The host request `id` (start sector `sector`) ends in the block layer: if it is tracked,

@@ -32,7 +32,8 @@ struct nvmeof_record {
 
 /* Per-CPU counters (index into rec_counters). */
 enum nvmeof_record_counter {
-  NVMEOF_RCTR_LOST = 0,          /* a record found no room in the ring buffer */
+  NVMEOF_RCTR_LOST = 0, /* a record found no room in the ring buffer (the loader's Counters()
+                           adds the program runs the kernel skipped: recursion) */
   NVMEOF_RCTR_INFLIGHT_FULL = 1, /* a sampled command found no room in the in-flight table */
   NVMEOF_RCTR_HOST_COMMANDS = 2, /* host I/O commands completed (every one, not sampled) */
   NVMEOF_RCTR_TARGET_COMMANDS = 3,

@@ -405,7 +405,7 @@ std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options) {
   // The block completion program also ends NVMe-oF host commands (one program on the
   // tracepoint instead of two); the NVMe-oF part shares its maps.
   BlockLoad block = LoadBlock(options.paths, options.bpf, /*plan_only=*/false,
-                              /*nvmeof_end=*/true);
+                              /*nvmeof_host=*/true);
   NvmeofLoad nvmeof;
   LifecycleLoad lifecycle;
   if (block.availability.ok) {

@@ -120,8 +120,9 @@ int FinishFiles(RecordSource& source, const std::uint64_t (&start)[NVMEOF_RCTR_C
   const std::string host_path = PathOf(r, true), target_path = PathOf(r, false);
   std::uint64_t end[NVMEOF_RCTR_COUNT] = {};
   source.Counters(end);
-  // Records the kernel could not keep (ring full, in-flight table full), on this node: when
-  // both roles are recorded together the count is the node's, written to both files.
+  // Records the kernel could not keep (ring full, in-flight table full, a program run the kernel
+  // skipped: recursion), on this node: when both roles are recorded together the count is the
+  // node's, written to both files.
   const std::uint64_t lost = end[NVMEOF_RCTR_LOST] - start[NVMEOF_RCTR_LOST] +
                              end[NVMEOF_RCTR_INFLIGHT_FULL] - start[NVMEOF_RCTR_INFLIGHT_FULL];
   const std::uint64_t host_cmds = end[NVMEOF_RCTR_HOST_COMMANDS] - start[NVMEOF_RCTR_HOST_COMMANDS];

@@ -50,9 +50,9 @@ class BlockSource {
  public:
   virtual ~BlockSource() = default;
   virtual bool Read(BlockSnapshot* out) = 0;
-  // The loaded object whose completion program also ends NVMe-oF host commands, for LoadNvmeof
-  // to share its stage maps (bpf/nvmeof_inflight.bpf.h); null when it does not.
-  virtual const bpf_object* NvmeofEnd() const { return nullptr; }
+  // The loaded object whose programs also set up and end NVMe-oF host commands, for LoadNvmeof
+  // to share its stage maps (bpf/nvmeof_inflight.bpf.h); null when they do not.
+  virtual const bpf_object* NvmeofHost() const { return nullptr; }
 };
 
 struct BlockLoad {
@@ -63,10 +63,11 @@ struct BlockLoad {
 
 // Never throws and never exits: on any failure `source` is null and `availability` says why.
 // plan_only: probe which variants attach (trial loads) without keeping anything loaded.
-// nvmeof_end: the completion program also ends NVMe-oF host commands (the NVMe-oF collector
-// loads next and shares the maps: LoadNvmeof), one program on block_rq_complete instead of two.
+// nvmeof_host: the issue and completion programs also set up and end NVMe-oF host commands (the
+// NVMe-oF collector loads next and shares the maps: LoadNvmeof): one program on each of
+// block_rq_issue and block_rq_complete instead of two.
 BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_only,
-                    bool nvmeof_end = false);
+                    bool nvmeof_host = false);
 
 std::string_view BlockOpName(std::uint32_t op);        // read write flush discard other
 std::string_view BlockStageName(std::uint32_t stage);  // queue device total

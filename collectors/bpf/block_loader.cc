@@ -20,16 +20,16 @@ namespace {
 class KernelBlockSource : public BlockSource {
  public:
   KernelBlockSource(Skeleton<block_bpf> skel, AttachPlan plan, UniqueFd stats_fd, Paths paths,
-                    bool nvmeof_end)
+                    bool nvmeof_host)
       : skel_(std::move(skel)),
         plan_(std::move(plan)),
         stats_fd_(std::move(stats_fd)),
         paths_(std::move(paths)),
         ncpus_(libbpf_num_possible_cpus()),
         maps_(LoadedMapSizes(skel_->obj, "block", "nv_")),  // nv_*: counted as the NVMe-oF part's
-        nvmeof_end_(nvmeof_end) {}
+        nvmeof_host_(nvmeof_host) {}
 
-  const bpf_object* NvmeofEnd() const override { return nvmeof_end_ ? skel_->obj : nullptr; }
+  const bpf_object* NvmeofHost() const override { return nvmeof_host_ ? skel_->obj : nullptr; }
 
   bool Read(BlockSnapshot* out) override {
     if (ncpus_ <= 0) return false;
@@ -113,12 +113,12 @@ class KernelBlockSource : public BlockSource {
   Paths paths_;
   int ncpus_;
   std::vector<MapSize> maps_;
-  bool nvmeof_end_;
+  bool nvmeof_host_;
 };
 
 // The NVMe-oF stage maps of an object that does not end NVMe-oF commands: the least room.
 void ShrinkNvmeofMaps(bpf_object* obj) {
-  for (const char* name : {"nv_inflight", "nv_hists", "nv_paths"}) {
+  for (const char* name : {"nv_inflight", "nv_hists", "nv_paths", "nv_ctrl"}) {
     bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, name), 1);
   }
 }
@@ -126,7 +126,7 @@ void ShrinkNvmeofMaps(bpf_object* obj) {
 }  // namespace
 
 BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_only,
-                    bool nvmeof_end) {
+                    bool nvmeof_host) {
   InstallLibbpfLogger();
   BlockLoad load;
   std::optional<Mechanism> forced;
@@ -161,9 +161,10 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
   if (skel) {
     skel->rodata->sample_every = options.sample_every ? options.sample_every : 1;
     skel->rodata->issue_hooked = load.plan.Find(kHookBlockIssue)->chosen.has_value();
-    skel->rodata->nvmeof_end = nvmeof_end;
+    skel->rodata->nvmeof_host = nvmeof_host;
     skel->rodata->stage_detail = NvmeofStageDetail(options);
-    if (nvmeof_end) {
+    skel->rodata->size_classes = options.size_classes;
+    if (nvmeof_host) {
       SizeNvmeofStageMaps(skel->obj, options);
     } else {
       ShrinkNvmeofMaps(skel->obj);
@@ -180,7 +181,7 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
   }
   UniqueFd stats_fd = options.enable_stats ? EnableRunTimeStats() : UniqueFd();
   load.source = std::make_unique<KernelBlockSource>(std::move(skel), load.plan, std::move(stats_fd),
-                                                    paths, nvmeof_end);
+                                                    paths, nvmeof_host);
   return load;
 }
 

@@ -22,7 +22,7 @@ const std::vector<HookSpec>& NvmeofHooks() {
   // kernels (docs/metrics.md "NVMe-oF stages").
   static const std::vector<HookSpec> hooks = {
       // host
-      {.name = "nvme_setup_cmd",
+      {.name = kHookNvmeSetupCmd,
        .required = true,
        .module = "nvme_core",
        .variants = {{M::kTpBtf, "nvme_setup_cmd", "nv_setup_tp_btf"},

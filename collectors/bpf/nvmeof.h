@@ -23,6 +23,7 @@ namespace nvmeof {
 const std::vector<HookSpec>& NvmeofHooks();
 
 // The target's response-sent hooks per transport (bit NVMEOF_TRTYPE_* of nvmeof_config).
+inline constexpr std::string_view kHookNvmeSetupCmd = "nvme_setup_cmd";
 inline constexpr std::string_view kHookNvmeRqEnd = "nvme_rq_end";
 inline constexpr std::string_view kHookNvmetRdmaSendDone = "nvmet_rdma_send_done";
 inline constexpr std::string_view kHookNvmetTcpSendResponse = "nvmet_try_send_response";
@@ -96,9 +97,9 @@ struct NvmeofLoad {
 
 // Never throws and never exits. plan_only: probe which variants attach (hooks of modules not
 // loaded are listed as missing with that reason) without keeping anything loaded.
-// block: the loaded block collector; where its completion program ends NVMe-oF host commands
-// (BlockSource::NvmeofEnd), the nvme_rq_end hook is that program (shown with its variant) and
-// the stage maps are its.
+// block: the loaded block collector; where its programs set up and end NVMe-oF host commands
+// (BlockSource::NvmeofEnd), the nvme_rq_end hook is its completion program and nvme_setup_cmd
+// its issue program where attached (shown with their variants), and the stage maps are its.
 NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_only,
                       const BlockLoad* block = nullptr);
 

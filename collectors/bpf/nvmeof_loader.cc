@@ -25,6 +25,9 @@ namespace nvmeof {
 
 namespace {
 
+// Hook name -> the block collector's variant that is that hook (LoadNvmeof).
+using InBlock = std::map<std::string_view, Variant>;
+
 Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& bpf,
                                 std::string* error) {
   Skeleton<nvmeof_bpf> skel = OpenSkeleton<nvmeof_bpf>(btf_path, error);
@@ -69,17 +72,17 @@ std::string_view GroupOf(const HookSpec& h) {
 // trial_loads: after the static checks, load and attach each variant alone to be sure (~0.3-5 s
 // each under QEMU's TCG); without, the static checks decide and the caller's final load tells.
 // group: nullopt plans every hook. release_idle: the gates whose hooks are not wanted while no
-// controller of theirs exists (empty for `probe`). end_in_block: nvme_rq_end is the block
-// collector's program (LoadNvmeof), not planned here.
+// controller of theirs exists (empty for `probe`). in_block: hooks that are the block
+// collector's programs (LoadNvmeof), not planned here.
 AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::string& btf_path,
                       std::optional<Mechanism> forced, const std::vector<std::string>& attached,
                       bool trial_loads, std::optional<std::string_view> group,
-                      const std::set<std::string_view>& release_idle, bool end_in_block) {
+                      const std::set<std::string_view>& release_idle, const InBlock& in_block) {
   std::vector<HookSpec> candidates;
   std::vector<std::pair<const HookSpec*, std::string>> waiting;
   for (const auto& h : NvmeofHooks()) {
     if (group && GroupOf(h) != *group) continue;
-    if (end_in_block && h.name == kHookNvmeRqEnd) continue;
+    if (in_block.count(h.name)) continue;
     if (std::find(attached.begin(), attached.end(), h.name) != attached.end()) continue;
     std::string why = WhyNotHooked(paths, h.gate, release_idle.count(h.gate) > 0);
     if (why.empty()) {
@@ -121,8 +124,8 @@ class KernelNvmeofSource : public NvmeofSource {
  public:
   KernelNvmeofSource(Paths paths, BpfOptions options, std::string btf_path,
                      std::optional<Mechanism> forced, Skeleton<nvmeof_bpf> maps, UniqueFd stats_fd,
-                     std::optional<Variant> end)
-      : end_(end),
+                     InBlock in_block)
+      : in_block_(std::move(in_block)),
         paths_(std::move(paths)),
         options_(std::move(options)),
         btf_path_(std::move(btf_path)),
@@ -286,14 +289,14 @@ class KernelNvmeofSource : public NvmeofSource {
     // The static checks first and one load (fast); if that load fails, a trial load per hook
     // finds the variants that work.
     AttachPlan plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached,
-                                 /*trial_loads=*/false, group, used_, end_.has_value());
+                                 /*trial_loads=*/false, group, used_, in_block_);
     if (plan.Programs().empty()) return plan;
     std::string error;
     Skeleton<nvmeof_bpf> skel = Load(plan, &error);
     if (!skel) {
       LogInfo("NVMe-oF eBPF load failed; trying each hook alone", Kv("err", error));
       plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached, /*trial_loads=*/true, group,
-                        used_, end_.has_value());
+                        used_, in_block_);
       skel = Load(plan, &error);
     }
     if (plan.Programs().empty()) return plan;
@@ -373,10 +376,11 @@ class KernelNvmeofSource : public NvmeofSource {
   void RebuildPlan(const AttachPlan& latest) {
     AttachPlan live;
     for (const auto& h : NvmeofHooks()) {
-      if (end_ && h.name == kHookNvmeRqEnd && wanted_ && wanted_->count(h.gate)) {
-        HookPlan& end = live.hooks.emplace_back();  // the block collector's program
-        end.hook = &h;
-        end.chosen = end_;
+      if (auto b = in_block_.find(h.name);
+          b != in_block_.end() && wanted_ && wanted_->count(h.gate)) {
+        HookPlan& hp = live.hooks.emplace_back();  // the block collector's program
+        hp.hook = &h;
+        hp.chosen = b->second;
         continue;
       }
       const HookPlan* found = nullptr;
@@ -392,8 +396,8 @@ class KernelNvmeofSource : public NvmeofSource {
 
   static constexpr std::chrono::seconds kModulePoll{2};
 
-  // The block collector's completion variant where its program is nvme_rq_end (LoadNvmeof).
-  const std::optional<Variant> end_;
+  // Hooks that are the block collector's programs, with their variants (LoadNvmeof).
+  const InBlock in_block_;
 
   Paths paths_;
   BpfOptions options_;
@@ -435,25 +439,31 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
   if (!load.availability.ok) return load;
   if (plan_only) {
     load.plan = PlanNvmeof(paths, options, btf_path, forced, {}, /*trial_loads=*/true, std::nullopt,
-                           {}, /*end_in_block=*/false);
+                           {}, /*in_block=*/{});
     return load;
   }
   // The block collector's completion program ends host commands: its stage maps are shared.
-  const bpf_object* end_obj = block && block->source ? block->source->NvmeofEnd() : nullptr;
-  const HookPlan* end_hook = block ? block->plan.Find(kHookBlockComplete) : nullptr;
-  std::optional<Variant> end;
-  if (end_obj && end_hook && end_hook->chosen) end = end_hook->chosen;
+  // Its issue program (where attached) is the host setup point too.
+  const bpf_object* host_obj = block && block->source ? block->source->NvmeofHost() : nullptr;
+  InBlock in_block;
+  if (host_obj) {
+    const HookPlan* end = block->plan.Find(kHookBlockComplete);
+    const HookPlan* setup = block->plan.Find(kHookBlockIssue);
+    if (end && end->chosen) in_block.emplace(kHookNvmeRqEnd, *end->chosen);
+    if (setup && setup->chosen) in_block.emplace(kHookNvmeSetupCmd, *setup->chosen);
+  }
   std::string error;
   Skeleton<nvmeof_bpf> maps = OpenNvmeof(btf_path, options, &error);
-  if (maps && end && !ShareMaps(maps->obj, end_obj, &error, /*only_common=*/true)) maps.reset();
+  if (maps && !in_block.empty() && !ShareMaps(maps->obj, host_obj, &error, /*only_common=*/true))
+    maps.reset();
   if (maps && LoadAndAttach(maps->skeleton, {}, &error) != 0) maps.reset();
   if (!maps) {
     load.availability = {false, "load_failed", error};
     return load;
   }
   UniqueFd stats_fd = options.enable_stats ? EnableRunTimeStats() : UniqueFd();
-  load.source = std::make_unique<KernelNvmeofSource>(paths, options, btf_path, forced,
-                                                     std::move(maps), std::move(stats_fd), end);
+  load.source = std::make_unique<KernelNvmeofSource>(
+      paths, options, btf_path, forced, std::move(maps), std::move(stats_fd), in_block);
   load.plan = load.source->Plan();
   return load;
 }

@@ -1,6 +1,6 @@
 // The bpf collector on the running kernel (root only; skipped elsewhere): every mechanism the
-// kernel allows loads and counts real block I/O, two instances coexist, and destruction
-// detaches and unloads every program.
+// kernel allows loads and counts real block I/O, two instances coexist, the block and NVMe-oF
+// objects share the NVMe-oF stage maps, and destruction detaches and unloads every program.
 #ifdef NVMEOF_HAVE_BPF
 #include <bpf/bpf.h>
 #include <fcntl.h>
@@ -30,6 +30,23 @@ std::set<std::uint32_t> OurPrograms() {
     bpf_prog_info info{};
     std::uint32_t len = sizeof(info);
     if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && strncmp(info.name, "nvf_", 4) == 0) {
+      ids.insert(id);
+    }
+    close(fd);
+  }
+  return ids;
+}
+
+// IDs of loaded BPF maps named `name`.
+std::set<std::uint32_t> MapsNamed(const char* name) {
+  std::set<std::uint32_t> ids;
+  std::uint32_t id = 0;
+  while (bpf_map_get_next_id(id, &id) == 0) {
+    int fd = bpf_map_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_map_info info{};
+    std::uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && strcmp(info.name, name) == 0) {
       ids.insert(id);
     }
     close(fd);
@@ -101,6 +118,7 @@ class BpfKernelTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(BpfKernelTest, CountsRealIoAndDetachesCleanly) {
   std::set<std::uint32_t> before = OurPrograms();
+  const std::set<std::uint32_t> inflight_before = MapsNamed("nv_inflight");
   std::set<std::uint32_t> ours;
   {
     auto first = NewBpfCollector(options_);
@@ -109,6 +127,11 @@ TEST_P(BpfKernelTest, CountsRealIoAndDetachesCleanly) {
       if (!before.count(id)) ours.insert(id);
     }
     EXPECT_EQ(ours.size(), 4u);  // issue + complete, twice
+    // The block programs set up and end NVMe-oF host commands in the NVMe-oF part's in-flight
+    // table: one table per collector, shared by its two objects (not one each).
+    std::size_t tables = 0;
+    for (auto id : MapsNamed("nv_inflight")) tables += !inflight_before.count(id);
+    EXPECT_EQ(tables, 2u);
 
     MetricSink sink;
     ASSERT_TRUE(first->Collect(sink));

@@ -352,11 +352,18 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
             recs = [json.loads(l) for l in lines[1:-1]]
             end = json.loads(lines[-1]) if lines else {}
             io = [r for r in recs if r.get('op') in ('read', 'write')]
-            self.check(end.get('end') and end.get('lost') == 0, 'late record: %s file ended, lost none' % role,
-                       str(end))
+            # The kernel skips a program's run that would nest on one CPU (a host completion in
+            # softirq over the target's backing completion in a kworker, both block_rq_complete):
+            # 0-6 of ~2,500-5,300 host commands in VMs under load. `record` counts those as lost
+            # (recursion_misses); every other loss (ring, table) is counted too. So: lost counted,
+            # at most 1%, and fio's commands all in the file or in `lost`.
+            lost = end.get('lost', -1)
+            self.check(end.get('end') and 0 <= lost <= max(1, ios // 100),
+                       'late record: %s file ended, lost at most 1%% (%s)' % (role, lost), str(end))
             # fio's commands and a few probing reads around it.
-            self.check(ios <= len(io) <= ios * 1.01 + 64,
-                       'late record: %s file holds fio\'s %d commands (%d)' % (role, ios, len(io)))
+            self.check(ios <= len(io) + max(lost, 0) and len(io) <= ios * 1.01 + 64,
+                       'late record: %s file holds fio\'s %d commands, or counts them lost (%d + %d)'
+                       % (role, ios, len(io), lost))
             nqns = set(r.get('hostnqn', '') for r in io)
             self.check(len(nqns) == 1 and '' not in nqns, 'late record: %s records carry the host NQN' % role,
                        str(sorted(nqns)))
