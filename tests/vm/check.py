@@ -354,12 +354,13 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
             io = [r for r in recs if r.get('op') in ('read', 'write')]
             # The kernel skips a program's run that would nest on one CPU (a host completion in
             # softirq over the target's backing completion in a kworker, both block_rq_complete):
-            # 0-6 of ~2,500-5,300 host commands in VMs under load. `record` counts those as lost
-            # (recursion_misses); every other loss (ring, table) is counted too. So: lost counted,
-            # at most 1%, and fio's commands all in the file or in `lost`.
+            # 1-11 of ~2,200-5,300 host commands with three VMs on the 2-core host (none alone).
+            # `record` counts every skipped run as lost (recursion_misses: a skipped stamp loses
+            # a point, not the record, so lost >= records missing); ring and table drops too.
+            # So: lost counted, at most 2%, and fio's commands all in the file or in `lost`.
             lost = end.get('lost', -1)
-            self.check(end.get('end') and 0 <= lost <= max(1, ios // 100),
-                       'late record: %s file ended, lost at most 1%% (%s)' % (role, lost), str(end))
+            self.check(end.get('end') and 0 <= lost <= max(1, ios // 50),
+                       'late record: %s file ended, lost at most 2%% (%s)' % (role, lost), str(end))
             # fio's commands and a few probing reads around it.
             self.check(ios <= len(io) + max(lost, 0) and len(io) <= ios * 1.01 + 64,
                        'late record: %s file holds fio\'s %d commands, or counts them lost (%d + %d)'

@@ -4,7 +4,7 @@ eBPF programs), mixed into check.py's Checker.
 Two `record --role=both` ran at once beside an exporter timing every command (sample_every 1):
 `all` (-s 1) and `sampled` (-s RECORD_S), over four fio jobs (rdma/tcp x 4 KiB randread / 16 KiB
 randwrite, IOS I/Os each at queue depth 1); `report` joined each host/target pair. Per pair:
-  - record and report exited 0, no record lost;
+  - record and report exited 0, at most 2% lost (all counted: ring, table, kernel-skipped runs);
   - at least 95% of the host's records matched a target record (for `sampled` this shows that
     host and target sampled the same commands);
   - the per-command network time (host wait - target residence) is positive for >= 99% of the
@@ -92,7 +92,13 @@ class RecordChecks:
             if forced:
                 self.check(f.get('mechanism') == forced, '%s: %s file recorded through %s' % (name, f.get('role'), forced),
                            str(f.get('mechanism')))
-            self.check(f.get('lost') == 0, '%s: %s file lost no records' % (name, f.get('role')), str(f.get('lost')))
+            # lost counts the ring's and table's drops and the runs the kernel skipped (a program
+            # does not nest on one CPU: record.cc); those are the kernel's, rare, and counted.
+            lost = f.get('lost', -1)
+            recs = rep.get('join', {}).get('host_records', 0)
+            self.check(0 <= lost <= max(1, recs // 50),
+                       '%s: %s file lost at most 2%% of its records, counted (%s)' % (name, f.get('role'), lost),
+                       str(lost))
         j = rep.get('join', {})
         matched, hosts = j.get('matched', 0), j.get('host_records', 0)
         self.check(hosts > 0 and matched >= 0.95 * hosts,
