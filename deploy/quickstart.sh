@@ -7,6 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh
+# ccache, where installed (the test dependencies bring it), makes a rebuild in a fresh clone cheap.
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+fi
 cmake -S . -B build-run -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNVMEOF_BUILD_TESTS=OFF >/dev/null
 cmake --build build-run -j"$(nproc)"
 [ "${1:-}" = --build-only ] && exit 0
