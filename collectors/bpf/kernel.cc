@@ -16,6 +16,7 @@
 #include "bpf/nvmeof_maps.h"
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
+#include "collectors/bpf/options.h"
 
 namespace nvmeof {
 
@@ -261,6 +262,23 @@ bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error, b
     }
   }
   return true;
+}
+
+std::uint8_t NvmeofStageDetail(const BpfOptions& bpf) {
+  // node detail is controller detail in the kernel, summed over controllers by the collector.
+  return bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
+}
+
+void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf) {
+  // bpf.map_memory_max split by what an entry holds: 6 stage histograms in nv_paths, one
+  // end-to-end histogram in nv_hists.
+  const int cpus = libbpf_num_possible_cpus();
+  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_paths"),
+                           HistMapEntries(bpf.map_memory_max / 7 * 6, sizeof(nvmeof_series),
+                                          sizeof(nvmeof_path_hists), cpus, 16, NVMEOF_SERIES_MAX));
+  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_hists"),
+                           HistMapEntries(bpf.map_memory_max / 7, sizeof(nvmeof_series),
+                                          sizeof(nvmeof_hist), cpus, 16, NVMEOF_SERIES_MAX));
 }
 
 void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* names) {

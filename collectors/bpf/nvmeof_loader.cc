@@ -39,27 +39,6 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& b
   return skel;
 }
 
-}  // namespace
-
-std::uint8_t NvmeofStageDetail(const BpfOptions& bpf) {
-  // node detail is controller detail in the kernel, summed over controllers by the collector.
-  return bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
-}
-
-void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf) {
-  // bpf.map_memory_max split by what an entry holds: 6 stage histograms in nv_paths, one
-  // end-to-end histogram in nv_hists.
-  const int cpus = libbpf_num_possible_cpus();
-  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_paths"),
-                           HistMapEntries(bpf.map_memory_max / 7 * 6, sizeof(nvmeof_series),
-                                          sizeof(nvmeof_path_hists), cpus, 16, NVMEOF_SERIES_MAX));
-  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_hists"),
-                           HistMapEntries(bpf.map_memory_max / 7, sizeof(nvmeof_series),
-                                          sizeof(nvmeof_hist), cpus, 16, NVMEOF_SERIES_MAX));
-}
-
-namespace {
-
 // The hooks a releasable host transport module gates load as an object of their own, so that
 // releasing them frees just their programs, and with them the module reference (kernel 6.4+
 // holds it for the program's life, 6.0-6.3 for the link's). "" groups every other hook.
