@@ -52,7 +52,7 @@ struct {
   __type(value, struct nvmeof_path_hists);
 } nv_zero SEC(".maps");
 
-/* Event counters; then a scratch slot (see as_id) and the receive stash. */
+/* Event counters; then a scratch slot (see nv_as_id) and the receive stash. */
 #define NV_SCRATCH_SLOT NVMEOF_NCTR_COUNT
 #define NV_RECV_SLOT (NVMEOF_NCTR_COUNT + 1)
 struct {
