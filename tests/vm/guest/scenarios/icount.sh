@@ -46,12 +46,23 @@ run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
 			# 100 I/Os first, unmeasured: the first I/O of a run pays for cold caches.
 			fio --name=w --filename="$dev" --rw=$rw --bs=4k --direct=1 --ioengine=psync \
 				--iodepth=1 --number_ios=100 --size=256m >/dev/null 2>&1
-			fio --name=b --filename="$dev" --rw=$rw --bs=4k --direct=1 --ioengine=psync \
-				--iodepth=1 --number_ios="$IOS" --size=256m --randrepeat=1 \
-				--output-format=json --output=/tmp/fio.json || { fail "fio $1 $p $rw"; continue; }
-			# lat_ns mean of the job's read or write side (the other side has 0 I/Os).
-			lat=$(awk '/"lat_ns"/ {f=1} f && /"mean"/ {gsub(/[ ,]/, ""); split($0, a, ":");
-				if (a[2] + 0 > 0) {print a[2]; exit} f=0}' /tmp/fio.json)
+			# A run with one I/O over 10 ms (about 180 times an NVMe/TCP I/O's instructions) hit
+			# a guest timer, not instructions: TCP's 40 ms delayed ACK now and then stalls one
+			# I/O, adding ~20,000 to a 2,000-I/O mean. Such a run is measured again (twice at
+			# most, each logged); a third stall is kept, and the report shows it.
+			for try in 1 2 3; do
+				fio --name=b --filename="$dev" --rw=$rw --bs=4k --direct=1 --ioengine=psync \
+					--iodepth=1 --number_ios="$IOS" --size=256m --randrepeat=1 \
+					--output-format=json --output=/tmp/fio.json || { fail "fio $1 $p $rw"; break; }
+				# lat_ns mean and max of the job's read or write side (the other has 0 I/Os).
+				set -- "$1" $(awk '/"lat_ns"/ {f=1; m=0} f && /"max"/ {gsub(/[ ,]/, "");
+					split($0, a, ":"); m=a[2]} f && /"mean"/ {gsub(/[ ,]/, ""); split($0, a, ":");
+					if (a[2] + 0 > 0) {print a[2], m; exit} f=0}' /tmp/fio.json)
+				lat=${2:-0}
+				[ "${3:-0}" -le 10000000 ] 2>/dev/null && break
+				echo "icount: $1 $p $rw: one I/O took ${3:-?} ns (a timer stall); run $try again" |
+					tee -a "$R/icount-stalls.txt"
+			done
 			echo "$1 $p $rw $IOS ${lat:-0}" | tee -a "$R/icount.txt"
 		done
 	done
