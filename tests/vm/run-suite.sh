@@ -38,7 +38,8 @@ for k in $KERNELS; do
     else
       failed=$((failed + 1)); r=FAIL
     fi
-    summary+=("$(printf '%-4s %-5s %-10s %4ss' "$r" "$k" "$s" $((SECONDS - ts)))")
+    retried=; [ -s "$OUT/$k/$s/boot-retries" ] && retried=" (boot retried: guest kernel crashed before /init)"
+    summary+=("$(printf '%-4s %-5s %-10s %4ss%s' "$r" "$k" "$s" $((SECONDS - ts)) "$retried")")
   done
 done
 echo
