@@ -108,33 +108,40 @@ def derived(lat, paths, rws):
 
 
 def stats(d, paths):
-    """Per program: instructions per run and per I/O (randread, the exporter at 1 in 8)."""
+    """Per program: instructions per run and per I/O (randread; `stats`: the exporter at 1 in
+    8, `stats1`: at 1 in 1)."""
     ios = None
     for line in open(os.path.join(d, 'scenario.env')):
         if line.startswith('IOS='):
             ios = int(line.split('=', 1)[1]) + WARMUP_IOS
-    for p in paths:
-        try:
-            before = {x['id']: x for x in json.load(open(os.path.join(d, 'stats-%s-before.json' % p)))}
-            after = json.load(open(os.path.join(d, 'stats-%s-after.json' % p)))
-        except (OSError, ValueError):
-            continue
-        rows = []
-        for x in after:
-            b = before.get(x['id'], {})
-            runs = x.get('run_cnt', 0) - b.get('run_cnt', 0)
-            ns = x.get('run_time_ns', 0) - b.get('run_time_ns', 0)
-            if runs > 0:
-                rows.append((x.get('name', '?'), runs, ns))
-        if not rows:
-            continue
-        print('\n%s randread, exporter at 1 in 8 with bpf_stats: per program (instructions)' % p)
-        print('%-18s %9s %9s %11s' % ('program', 'runs/IO', 'per run', 'per I/O'))
-        total = 0
-        for name, runs, ns in sorted(rows, key=lambda r: -r[2]):
-            total += ns
-            print('%-18s %9.2f %9.0f %11.0f' % (name, runs / ios, ns / runs, ns / ios))
-        print('%-18s %9s %9s %11.0f' % ('all', '', '', total / ios))
+    for tag, every in (('stats', 8), ('stats1', 1)):
+        for p in paths:
+            stats_table(d, tag, every, p, ios)
+
+
+def stats_table(d, tag, every, p, ios):
+    try:
+        before = {x['id']: x for x in json.load(open(os.path.join(d, '%s-%s-before.json' % (tag, p))))}
+        after = json.load(open(os.path.join(d, '%s-%s-after.json' % (tag, p))))
+    except (OSError, ValueError):
+        return
+    rows = []
+    for x in after:
+        b = before.get(x['id'], {})
+        runs = x.get('run_cnt', 0) - b.get('run_cnt', 0)
+        ns = x.get('run_time_ns', 0) - b.get('run_time_ns', 0)
+        if runs > 0:
+            rows.append((x.get('name', '?'), runs, ns))
+    if not rows:
+        return
+    print('\n%s randread, exporter at 1 in %d with bpf_stats: per program (instructions)'
+          % (p, every))
+    print('%-18s %9s %9s %11s' % ('program', 'runs/IO', 'per run', 'per I/O'))
+    total = 0
+    for name, runs, ns in sorted(rows, key=lambda r: -r[2]):
+        total += ns
+        print('%-18s %9.2f %9.0f %11.0f' % (name, runs / ios, ns / runs, ns / ios))
+    print('%-18s %9s %9s %11.0f' % ('all', '', '', total / ios))
 
 
 if __name__ == '__main__':

@@ -11,7 +11,8 @@
 #   biolatency           Debian's libbpf-tools biolatency
 #   stats                the exporter at its default with kernel.bpf_stats_enabled: each
 #                        program's run_time_ns (instructions under icount) and run_cnt
-# Writes icount.txt: "MODE PATH RW IOS LAT_NS_MEAN" lines, and stats-*.txt (bpftool prog).
+#   stats1               the same at sample_every 1 (what a sampled command costs, by program)
+# Writes icount.txt: "MODE PATH RW IOS LAT_NS_MEAN" lines, and stats*-*.json (bpftool prog).
 # ICOUNT_PATHS, ICOUNT_RWS and ICOUNT_MODES narrow it (the CI gate runs tcp randread only).
 . /opt/vm/lib.sh
 conf SCENARIO icount
@@ -21,9 +22,10 @@ PATHS=${ICOUNT_PATHS:-null tcp rdma}
 RWS=${ICOUNT_RWS:-randread randwrite}
 MODES=${ICOUNT_MODES:-none s1 s8 s64 record biolatency none2 stats}
 conf IOS "$IOS"
-conf MODES "$(echo $MODES | sed 's/stats//')" # stats runs randread only, once per path
+# stats and stats1 run randread only, once per path
+conf MODES "$(echo $MODES | tr ' ' '\n' | grep -v '^stats1*$' | tr '\n' ' ')"
 conf RUNS_PER_MODE $(($(echo $PATHS | wc -w) * $(echo $RWS | wc -w)))
-case " $MODES " in *" stats "*) conf STATS_RUNS "$(echo $PATHS | wc -w)" ;; *) conf STATS_RUNS 0 ;; esac
+conf STATS_RUNS $(($(echo $PATHS | wc -w) * $(echo $MODES | tr ' ' '\n' | grep -c '^stats1*$')))
 conf KERNEL "$(uname -r)"
 NULLB_ARGS="nr_devices=3 gb=1 irqmode=0"
 load_modules
@@ -107,16 +109,18 @@ for mode in $MODES; do
 	record) with_tool record "$R/record.log" recording \
 		$EXPORTER record --role=both -s 8 -o /tmp/icount.rec ;;
 	biolatency) with_tool biolatency "$R/biolatency.log" prog:block_rq_comp /usr/sbin/biolatency ;;
-	stats)
+	stats | stats1)
 		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
-		printf 'bpf:\n  sample_every: 8\n' >/tmp/icount.yml
+		every=8 tag=stats
+		[ $mode = stats1 ] && every=1 tag=stats1
+		printf 'bpf:\n  sample_every: %s\n' $every >/tmp/icount.yml
 		EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter stats"
 		all_paths=$PATHS all_rws=$RWS
 		for p in $all_paths; do
-			bpftool -j prog show >"$R/stats-$p-before.json"
+			bpftool -j prog show >"$R/$tag-$p-before.json"
 			PATHS=$p RWS=randread
-			run_paths stats
-			bpftool -j prog show >"$R/stats-$p-after.json"
+			run_paths $tag
+			bpftool -j prog show >"$R/$tag-$p-after.json"
 		done
 		PATHS=$all_paths RWS=$all_rws
 		stop_exporter
