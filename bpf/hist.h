@@ -20,7 +20,8 @@
  *                                 119.2 ns .. 16 s
  *   bucket 217                    overflow: (16 s, inf)
  *
- * Index computation uses only shifts and compares (BPF has no count-leading-zeros), no loops.
+ * Index computation uses only shifts, compares and constants (BPF has no count-leading-zeros),
+ * no loops.
  */
 #ifndef NVMEOF_BPF_HIST_H_
 #define NVMEOF_BPF_HIST_H_
@@ -49,8 +50,10 @@
    : (t) == 6 ? 1749     \
               : 1907)
 
+/* floor(log2(v)) for v > 0: four halving steps, then the top nibble's log2 (2 bits each of
+ * 0xffffaa50, nibble 0 at the bottom). */
 static inline unsigned int nvmeof_log2_u64(unsigned long long v) {
-  unsigned int r = 0;
+  unsigned long long r = 0;
   if (v >> 32) {
     v >>= 32;
     r += 32;
@@ -67,29 +70,31 @@ static inline unsigned int nvmeof_log2_u64(unsigned long long v) {
     v >>= 4;
     r += 4;
   }
-  if (v >> 2) {
-    v >>= 2;
-    r += 2;
-  }
-  if (v >> 1) {
-    r += 1;
-  }
-  return r;
+  return (unsigned int)(r + ((0xffffaa50U >> (2 * (v & 15))) & 3));
 }
 
-/* Bucket index of a latency in nanoseconds. */
+/* Bucket index of a latency in nanoseconds. The octave's edges Q(t) on the mantissa m
+ * (1024..2047) are at least 94 apart, so each 64-wide bin b = m / 64 - 16 holds at most one: t
+ * is the edges below the bin (4 bits of NVMEOF_HIST_BELOW each), plus one if m % 64 reaches the
+ * bin's own edge (a byte of NVMEOF_HIST_OFF_LO/HI each; 64: none). The last two bins, above all
+ * eight edges, say 7 + an edge at 0, so t <= 8 stays visible to the verifier. Constants, not
+ * tables: no .rodata, no loads; a shift where there were eight compares, for every span of
+ * every sampled command. tests/unit/bpf_histogram_test.cc checks every mantissa. */
+#define NVMEOF_HIST_BELOW 0x7777665554332210ULL
+#define NVMEOF_HIST_OFF_LO 0x403f054015402e10ULL
+#define NVMEOF_HIST_OFF_HI 0x0000334015400440ULL
 static inline unsigned int nvmeof_hist_index(unsigned long long ns) {
-  unsigned int e, m, t, i;
+  unsigned long long e, m, b, i; /* 64-bit: no zero-extension between the steps in BPF */
   if (ns < 64) return 0; /* octave 6 ends the zero bucket; below it is all zero bucket */
   e = nvmeof_log2_u64(ns);
   if (e >= 34) return NVMEOF_HIST_BUCKETS - 1; /* 17.2 s and up: past 16 s */
-  m = e >= 10 ? (unsigned int)(ns >> (e - 10)) : (unsigned int)(ns << (10 - e)); /* 1024..2047 */
-  t = (m >= 1040) + (m >= 1134) + (m >= 1237) + (m >= 1349) + (m >= 1471) + (m >= 1604) +
-      (m >= 1749) + (m >= 1907);
-  i = 8 * e + t;
+  m = e >= 10 ? ns >> (e - 10) : ns << (10 - e); /* 1024..2047 */
+  b = (m >> 6) & 15;
+  i = 8 * e + ((NVMEOF_HIST_BELOW >> (4 * b)) & 7) +
+      ((m & 63) >= (((b < 8 ? NVMEOF_HIST_OFF_LO : NVMEOF_HIST_OFF_HI) >> (8 * (b & 7))) & 0xff));
   if (i <= NVMEOF_HIST_INDEX_BIAS) return 0;
   i -= NVMEOF_HIST_INDEX_BIAS;
-  return i >= NVMEOF_HIST_BUCKETS - 1 ? NVMEOF_HIST_BUCKETS - 1 : i;
+  return i >= NVMEOF_HIST_BUCKETS - 1 ? NVMEOF_HIST_BUCKETS - 1 : (unsigned int)i;
 }
 
 /* Smallest latency in ns that lands above bucket i (the integer edge the index math applies

@@ -83,6 +83,34 @@ TEST(BpfHistogramTest, EveryEdgeIsTheSchema3Bound) {
   EXPECT_GT(worst, 1e-4L);  // the test would notice a table that is wrong in the other way
 }
 
+// The index's tables (bins of the mantissa, the top nibble of log2) against the definition,
+// computed with the compiler's count-leading-zeros: every mantissa 1024..2047 of every octave
+// that has buckets, t = the edges Q(t) at or below it.
+TEST(BpfHistogramTest, EveryMantissaOfEveryOctave) {
+  const auto reference = [](unsigned long long ns) {
+    const unsigned e = 63 - static_cast<unsigned>(__builtin_clzll(ns));
+    const unsigned long long m = e >= 10 ? ns >> (e - 10) : ns << (10 - e);
+    unsigned t = 0;
+    for (unsigned q = 0; q < NVMEOF_HIST_GROUPS; ++q) t += m >= NVMEOF_HIST_Q(q);
+    return 8 * e + t <= NVMEOF_HIST_INDEX_BIAS ? 0u : 8 * e + t - NVMEOF_HIST_INDEX_BIAS;
+  };
+  for (unsigned e = 6; e < 34; ++e) {
+    for (unsigned long long m = 1024; m < 2048; ++m) {
+      const unsigned long long ns = e >= 10 ? m << (e - 10) : m >> (10 - e);
+      ASSERT_EQ(nvmeof_hist_index(ns), reference(ns)) << "ns " << ns << " (octave " << e << ")";
+      const unsigned long long top = ns + (e >= 10 ? (1ULL << (e - 10)) - 1 : 0);
+      ASSERT_EQ(nvmeof_hist_index(top), reference(top)) << "ns " << top;
+    }
+  }
+  for (unsigned e = 0; e < 64; ++e) {
+    ASSERT_EQ(nvmeof_log2_u64(1ULL << e), e);
+    ASSERT_EQ(nvmeof_log2_u64((1ULL << e) | 1), e);
+    if (e > 0) {
+      ASSERT_EQ(nvmeof_log2_u64((1ULL << e) - 1), e - 1);
+    }
+  }
+}
+
 TEST(BpfHistogramTest, ZeroAndOverflowBuckets) {
   EXPECT_EQ(nvmeof_hist_index(0), 0u);
   EXPECT_EQ(nvmeof_hist_index(63), 0u);
