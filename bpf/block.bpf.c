@@ -84,8 +84,8 @@ static __always_inline void count_event(__u32 which) {
 /* True for about one request in sample_every: a hash of its start sector and address, which
  * issue and completion both read, so a completion of an unsampled request returns before
  * touching the in-flight table (and before reading the clock). */
-static __always_inline bool sampled(struct request* rq, __u64 id, bool direct) {
-  return nvmeof_pick(NVMEOF_READ(direct, rq, __sector), id, sample_every);
+static __always_inline bool sampled(__u64 sector, __u64 id) {
+  return nvmeof_pick(sector, id, sample_every);
 }
 
 /* The request's address as a plain number. In tp_btf/fentry programs the verifier types rq as
@@ -118,11 +118,12 @@ static __always_inline void record(struct nvmeof_block_hist* h, __u32 stage, __u
 static __always_inline void on_issue(struct request* rq, bool direct) {
   struct nvmeof_inflight_set* s;
   int i, way = -1;
-  __u64 key;
+  __u64 key, sector;
 
   key = request_id(rq, direct);
-  if (!key || !sampled(rq, key, direct)) return;
-  if (nvmeof_host) nv_host_setup(rq, key, NVMEOF_READ(direct, rq, __sector), direct, true);
+  sector = NVMEOF_READ(direct, rq, __sector);
+  if (!key || !sampled(sector, key)) return;
+  if (nvmeof_host) nv_host_setup(rq, key, sector, direct, true);
   s = inflight_set(key);
   if (!s) return;
     /* Requeued requests are issued again: reuse their way. Else take a free one. */
@@ -146,7 +147,7 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
 static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool direct) {
   struct nvmeof_block_key k = {};
   struct nvmeof_block_hist* h;
-  __u64 now, start, issue = 0, id, kw, *c;
+  __u64 now, start, issue = 0, id, sector, kw, *c;
   __u32 zero = 0;
   bool sampled_rq;
   int i;
@@ -160,8 +161,9 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   c = count_slot(&count_slots, &kw, 1);
   if (c) *c += 1;
   id = request_id(rq, direct);
-  sampled_rq = id && sampled(rq, id, direct);
-  if (nvmeof_host && sampled_rq) nv_host_end(id, NVMEOF_READ(direct, rq, __sector));
+  sector = NVMEOF_READ(direct, rq, __sector);
+  sampled_rq = id && sampled(sector, id);
+  if (nvmeof_host && sampled_rq) nv_host_end(id, sector);
   if (c && !sampled_rq) return;
   h = bpf_map_lookup_elem(&block_hists, &k);
   if (!h) {

@@ -61,6 +61,7 @@ run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
 					split($0, a, ":"); m=a[2]} f && /"mean"/ {gsub(/[ ,]/, ""); split($0, a, ":");
 					if (a[2] + 0 > 0) {print a[2], m; exit} f=0}' /tmp/fio.json)
 				lat=${2:-0}
+				echo "$1 $p $rw try $try mean ${2:-?} max ${3:-?}" >>"$R/icount-runs.txt"
 				[ "${3:-0}" -le 10000000 ] 2>/dev/null && break
 				echo "icount: $1 $p $rw: one I/O took ${3:-?} ns (a timer stall); run $try again" |
 					tee -a "$R/icount-stalls.txt"
