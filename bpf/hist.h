@@ -84,7 +84,8 @@ static inline unsigned int nvmeof_log2_u64(unsigned long long v) {
 #define NVMEOF_HIST_OFF_LO 0x403f054015402e10ULL
 #define NVMEOF_HIST_OFF_HI 0x0000334015400440ULL
 static inline unsigned int nvmeof_hist_index(unsigned long long ns) {
-  unsigned long long e, m, b, i; /* 64-bit: no zero-extension between the steps in BPF */
+  /* 64-bit: no zero-extension between the steps in BPF */
+  unsigned long long e, m, b, i;
   if (ns < 64) return 0; /* octave 6 ends the zero bucket; below it is all zero bucket */
   e = nvmeof_log2_u64(ns);
   if (e >= 34) return NVMEOF_HIST_BUCKETS - 1; /* 17.2 s and up: past 16 s */
