@@ -88,7 +88,7 @@ static inline unsigned int nvmeof_hist_index(unsigned long long ns) {
   unsigned long long e, m, b, i;
   if (ns < 64) return 0; /* octave 6 ends the zero bucket; below it is all zero bucket */
   e = nvmeof_log2_u64(ns);
-  if (e >= 34) return NVMEOF_HIST_BUCKETS - 1; /* 17.2 s and up: past 16 s */
+  if (e >= 34) return NVMEOF_HIST_BUCKETS - 1;   /* 17.2 s and up: past 16 s */
   m = e >= 10 ? ns >> (e - 10) : ns << (10 - e); /* 1024..2047 */
   b = (m >> 6) & 15;
   i = 8 * e + ((NVMEOF_HIST_BELOW >> (4 * b)) & 7) +
