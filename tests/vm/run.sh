@@ -218,7 +218,7 @@ boot() {
 rm -f "$OUT/boot-retries" "$OUT/console-failed-boot.log"
 boot
 if ! grep -q 'init: up at' "$OUT/console.log" && grep -qE 'Oops|Kernel panic' "$OUT/console.log"; then
-  why=$(grep -m1 -E 'Oops|Kernel panic' "$OUT/console.log"; grep -m1 'RIP:' "$OUT/console.log")
+  why=$(grep -m1 -E 'Oops|Kernel panic' "$OUT/console.log"; grep -m1 'RIP:' "$OUT/console.log" || true)
   say "guest kernel crashed before /init, booting again: $why"
   printf '%s\n' "$why" >>"$OUT/boot-retries"
   cp "$OUT/console.log" "$OUT/console-failed-boot.log"
