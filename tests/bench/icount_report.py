@@ -12,8 +12,8 @@ import json
 import os
 import sys
 
-MODES = ['none', 'none2', 's1', 's8', 's64', 'tp8', 'record', 'biolatency']
 TOOLS = ['s1', 's8', 's64', 'tp8', 'record', 'biolatency']
+MODES = ['none', 'none2'] + TOOLS
 TOLERANCE = {'null': 0.01, 'tcp': 0.01, 'rdma': 0.015}  # none vs none2, relative
 WARMUP_IOS = 100  # unmeasured I/Os before each run (inside the stats bracket)
 
@@ -28,6 +28,11 @@ def main():
         if len(f) == 5:
             lat[(f[0], f[1], f[2])] = float(f[4])
     paths = [p for p in ('null', 'tcp', 'rdma') if any(k[1] == p for k in lat)]
+    # Other sample rates run (ICOUNT_MODES="... s16 s32"), in their order.
+    extra = sorted({k[0] for k in lat if k[0][0] == 's' and k[0][1:].isdigit()} - set(TOOLS),
+                   key=lambda m: int(m[1:]))
+    TOOLS[2:2] = extra
+    MODES[:] = ['none', 'none2'] + TOOLS
     rws = [r for r in ('randread', 'randwrite') if any(k[2] == r for k in lat)]
     misses = []
     print('kernel %s, %s I/Os per run, fio psync QD1 4 KiB; instructions per I/O (fio mean '

@@ -4,7 +4,7 @@
 # NVMe/RDMA over rxe; host and target in this VM, targets on null_blk with irqmode=0) and each
 # rw (randread, randwrite), fio psync QD1 4 KiB, ICOUNT_IOS I/Os, once per mode:
 #   none none2           no tool, twice (the bench fails when the two disagree)
-#   s1 s8 s64            the exporter's bpf collector at sample_every 1, 8 and 64
+#   s1 s8 s64 (sN)       the exporter's bpf collector at sample_every 1, 8 and 64 (any N)
 #   tp8                  1 in 8 with bpf.mechanism tp_btf: the tracepoint hooks only (merged
 #                        stages), what the function hooks' dispatch costs (not in the defaults)
 #   record               `record -s 8 --role=both`
@@ -104,9 +104,7 @@ for mode in $MODES; do
 	mark "mode_$mode"
 	case $mode in
 	none | none2) run_paths $mode ;;
-	s1) with_exporter s1 1 ;;
-	s8) with_exporter s8 8 ;;
-	s64) with_exporter s64 64 ;;
+	s[0-9]*) with_exporter $mode ${mode#s} ;;
 	tp8) with_exporter tp8 8 tp_btf ;;
 	record) with_tool record "$R/record.log" recording \
 		$EXPORTER record --role=both -s 8 -o /tmp/icount.rec ;;
