@@ -27,10 +27,10 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the exporter before load. */
-const volatile __u32 sample_every = 1; /* time 1 in N requests (picked by a hash, see sampled) */
+const volatile __u64 sample_limit = ~0ULL; /* time 1 in N requests (sample.h; see sampled) */
 const volatile bool issue_hooked = true;
 /* Also set up (at issue) and end (at completion) NVMe-oF host commands here
- * (nvmeof_inflight.bpf.h): the NVMe-oF collector runs with the same sample_every, so a request
+ * (nvmeof_inflight.bpf.h): the NVMe-oF collector runs with the same sample_limit, so a request
  * sampled here is the one its host hooks time. */
 const volatile bool nvmeof_host = false;
 
@@ -67,11 +67,10 @@ struct {
   __type(value, struct nvmeof_block_hist);
 } zero_hist SEC(".maps");
 
-/* Event counters; then a scratch slot (see request_id). */
-#define SCRATCH_SLOT NVMEOF_CTR_COUNT
+/* Event counters. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, NVMEOF_CTR_COUNT + 1);
+  __uint(max_entries, NVMEOF_CTR_COUNT);
   __type(key, __u32);
   __type(value, __u64);
 } counters SEC(".maps");
@@ -81,24 +80,11 @@ static __always_inline void count_event(__u32 which) {
   if (c) *c += 1;
 }
 
-/* True for about one request in sample_every: a hash of its start sector and address, which
+/* True for about one request in N: a hash of its start sector and address, which
  * issue and completion both read, so a completion of an unsampled request returns before
  * touching the in-flight table (and before reading the clock). */
 static __always_inline bool sampled(__u64 sector, __u64 id) {
-  return nvmeof_pick(sector, id, sample_every);
-}
-
-/* The request's address as a plain number. In tp_btf/fentry programs the verifier types rq as
- * a trusted pointer and forbids hashing it; a round trip through map memory (which is
- * untyped) turns it into a scalar. raw_tp/kprobe arguments are scalars already. */
-static __always_inline __u64 request_id(struct request* rq, bool direct) {
-  __u32 key = SCRATCH_SLOT;
-  volatile __u64* slot;
-  if (!direct) return (__u64)rq;
-  slot = bpf_map_lookup_elem(&counters, &key);
-  if (!slot) return 0;
-  *slot = (__u64)rq;
-  return *slot;
+  return nvmeof_picked(sector, id, sample_limit);
 }
 
 static __always_inline struct nvmeof_inflight_set* inflight_set(__u64 rq) {
@@ -118,12 +104,13 @@ static __always_inline void record(struct nvmeof_block_hist* h, __u32 stage, __u
 static __always_inline void on_issue(struct request* rq, bool direct) {
   struct nvmeof_inflight_set* s;
   int i, way = -1;
-  __u64 key, sector;
+  __u64 key, sector, now;
 
-  key = request_id(rq, direct);
+  key = nv_as_id(rq, direct);
   sector = NVMEOF_READ(direct, rq, __sector);
   if (!key || !sampled(sector, key)) return;
-  if (nvmeof_host) nv_host_setup(rq, key, sector, direct, true);
+  now = bpf_ktime_get_ns();
+  if (nvmeof_host) nv_host_setup(rq, key, sector, direct, true, now);
   s = inflight_set(key);
   if (!s) return;
     /* Requeued requests are issued again: reuse their way. Else take a free one. */
@@ -135,7 +122,6 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
   for (i = 0; i < NVMEOF_INFLIGHT_WAYS; i++) {
     if (way < 0 && s->way[i].rq == 0) way = i;
   }
-  __u64 now = bpf_ktime_get_ns();
   if (way < 0) {
     way = (now >> 4) & (NVMEOF_INFLIGHT_WAYS - 1);
     count_event(NVMEOF_CTR_INFLIGHT_EVICTED);
@@ -160,11 +146,12 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   kw = nvmeof_block_key_word(&k);
   c = count_slot(&count_slots, &kw, 1);
   if (c) *c += 1;
-  id = request_id(rq, direct);
+  id = nv_as_id(rq, direct);
   sector = NVMEOF_READ(direct, rq, __sector);
   sampled_rq = id && sampled(sector, id);
-  if (nvmeof_host && sampled_rq) nv_host_end(id, sector);
-  if (c && !sampled_rq) return;
+  if (!sampled_rq && c) return;
+  now = sampled_rq ? bpf_ktime_get_ns() : 0;
+  if (nvmeof_host && sampled_rq) nv_host_end(id, sector, now);
   h = bpf_map_lookup_elem(&block_hists, &k);
   if (!h) {
     struct nvmeof_block_hist* z = bpf_map_lookup_elem(&zero_hist, &zero);
@@ -178,7 +165,6 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   }
   if (!c) h->requests += 1;
   if (!sampled_rq) return;
-  now = bpf_ktime_get_ns();
   start = NVMEOF_READ(direct, rq, start_time_ns);
 
   if (!issue_hooked) {

@@ -5,17 +5,16 @@
  * last hook of the command turns the points it passed into stage spans and an end-to-end time.
  *
  * Per-command cost: every hook first decides "sampled?" from what its own arguments reach
- * (nvmeof_pick) and returns at once when not, so an unsampled command touches no map but the
- * per-CPU exact counts (nv_commands). The host hashes the request's start sector and address:
- * every host hook reaches the struct request, function-entry variants included, where the NVMe
- * command is not built yet. The target hashes the command's wire fields (SLBA, command id), as
+ * (nvmeof_picked, sample.h) and returns at once when not, so an unsampled command touches no map
+ * but the per-CPU exact counts (nv_commands). The host hashes the request's start sector and
+ * address: every host hook reaches the struct request, function-entry variants included, where the
+ * NVMe command is not built yet. The target hashes the command's wire fields (SLBA, command id), as
  * record.bpf.c does on both sides, so with the same N the target times the commands `record`
  * picks. A sampled command costs one in-flight entry, its stamps, and at its end one nv_paths
  * entry (all its stages) plus one end-to-end histogram.
  * The hook programs (every variant: tp_btf, raw_tp, fentry, kprobe) are nvmeof_hooks.bpf.h's,
  * shared with record.bpf.c; this file defines what each hook does here (the on_* handlers).
- * Commands are counted exactly at nvme_complete_rq / nvmet_req_complete; 1 in sample_every is
- * timed.
+ * Commands are counted exactly at nvme_complete_rq / nvmet_req_complete; 1 in N is timed.
  *
  * Keys: the host keys a command by its struct request (not the command id, which the target
  * reuses); the target by its struct nvmet_req. Driver hooks get the request from their own
@@ -37,7 +36,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the exporter before load. */
-const volatile __u32 sample_every = 1; /* time 1 in N commands (counted per CPU) */
+const volatile __u64 sample_limit = ~0ULL; /* time 1 in N commands (sample.h) */
 
 /* Exact command counts per series (kind NVMEOF_KIND_COMMANDS): apart from nv_hists, so that a
  * count costs 8 bytes per CPU, not a histogram's 1,760. */
@@ -80,36 +79,55 @@ static __always_inline __u64 as_id(const void* p, bool direct) { return nv_as_id
 static __always_inline bool host_sampled(struct request* rq, __u64 id, bool direct, struct cmd* c) {
   c->id = id;
   c->tag = NVMEOF_READ(direct, rq, __sector);
-  return id && nvmeof_pick(c->tag, id, sample_every);
+  return id && nvmeof_picked(c->tag, id, sample_limit);
 }
 
 /* Target: is the command of `req` (address `id`) sampled? */
 static __always_inline bool target_sampled(struct nvmet_req___nv* req, __u64 id, bool direct,
                                            struct cmd* c) {
   struct nvmeof_wire w = {};
-  bool picked = id && nvmeof_target_pick(req, direct, sample_every, &w);
+  bool picked = id && nvmeof_target_pick(req, direct, sample_limit, &w);
   c->id = id;
   c->tag = w.slba ^ (__u64)w.cid << 48;
   return picked;
 }
 
-/* Counts a command of `base`; on the series' first command also keeps its name, the string at
- * `name`, or with `name_at` the string whose address is stored at `name` (read only then). */
-static __always_inline void count_command(struct nvmeof_series* base, __u64 name, bool name_at) {
-  struct nvmeof_series k = *base;
+/* A series' exact-count key as count_slot's three words (struct nvmeof_series, little endian),
+ * built in registers: filling the struct's bytes and loading them back as words cost about 25
+ * instructions more per command. */
+union count_key {
+  struct nvmeof_series s;
+  __u64 w[3];
+};
+_Static_assert(sizeof(struct nvmeof_series) == 24 &&
+                   __builtin_offsetof(struct nvmeof_series, port) == 8 &&
+                   __builtin_offsetof(struct nvmeof_series, trtype) == 13 &&
+                   __builtin_offsetof(struct nvmeof_series, kind) == 14,
+               "count_key follows the layout of struct nvmeof_series");
+
+static __always_inline void count_key(union count_key* k, __u64 id, __u16 port, __u8 role, __u8 op,
+                                      __u8 size, __u8 trtype) {
+  k->w[0] = id;
+  k->w[1] = port | (__u64)role << 16 | (__u64)op << 24 | (__u64)size << 32 | (__u64)trtype << 40 |
+            (__u64)NVMEOF_KIND_COMMANDS << 48;
+  k->w[2] = 0;
+}
+
+/* Counts a command of series `k`; on the series' first command also keeps its name, the string
+ * at `name`, or with `name_at` the string whose address is stored at `name` (read only then). */
+static __always_inline void count_command(union count_key* k, __u64 name, bool name_at) {
   __u64 zero64 = 0, *c;
   char* dst;
   struct nvmeof_hist* z;
   __u32 zero = 0;
-  k.kind = NVMEOF_KIND_COMMANDS;
-  c = count_slot(&nv_count_slots, (const __u64*)&k, sizeof(k) / 8);
-  if (!c) c = bpf_map_lookup_elem(&nv_commands, &k);
+  c = count_slot(&nv_count_slots, k->w, 3);
+  if (!c) c = bpf_map_lookup_elem(&nv_commands, &k->s);
   if (c) {
     *c += 1;
     if (*c > 1) return; /* a slot's first command names its series too */
   } else {
-    bpf_map_update_elem(&nv_commands, &k, &zero64, BPF_NOEXIST);
-    c = bpf_map_lookup_elem(&nv_commands, &k);
+    bpf_map_update_elem(&nv_commands, &k->s, &zero64, BPF_NOEXIST);
+    c = bpf_map_lookup_elem(&nv_commands, &k->s);
     if (!c) {
       nv_event(NVMEOF_NCTR_MAP_FULL);
       return;
@@ -121,8 +139,8 @@ static __always_inline void count_command(struct nvmeof_series* base, __u64 name
   if (name_at && bpf_probe_read_kernel(&name, sizeof(name), (void*)name)) return;
   z = bpf_map_lookup_elem(&nv_zero, &zero); /* zeroed memory, larger than a name */
   if (!z) return;
-  bpf_map_update_elem(&nv_names, &k.id, z, BPF_NOEXIST);
-  dst = bpf_map_lookup_elem(&nv_names, &k.id);
+  bpf_map_update_elem(&nv_names, &k->w[0], z, BPF_NOEXIST);
+  dst = bpf_map_lookup_elem(&nv_names, &k->w[0]);
   if (!dst) return;
   bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE, (void*)name);
 }
@@ -143,7 +161,7 @@ static __always_inline void target_stamp(__u64 id, struct nvmet_req___nv* req, b
 static __always_inline void on_setup(struct request* rq, const void* cmd, bool direct) {
   struct cmd c;
   if (host_sampled(rq, as_id(rq, direct), direct, &c))
-    nv_host_setup(rq, c.id, c.tag, direct, false);
+    nv_host_setup(rq, c.id, c.tag, direct, false, bpf_ktime_get_ns());
 }
 
 static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
@@ -160,19 +178,20 @@ static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
 }
 
 static __always_inline void on_complete_rq(struct request* rq, bool direct) {
-  struct nvmeof_series s = {};
+  union count_key k;
   __u64 disk = host_disk(rq, direct), id;
   struct cmd c;
   if (!disk) return;
-  host_series(rq, direct, disk, &s);
-  count_command(&s, disk + bpf_core_field_offset(struct gendisk, disk_name), false);
+  count_key(&k, disk, 0, NVMEOF_ROLE_HOST, nvmeof_rq_op(rq, direct),
+            nv_size_class(NVMEOF_READ(direct, rq, __data_len)), 0);
+  count_command(&k, disk + bpf_core_field_offset(struct gendisk, disk_name), false);
   id = as_id(rq, direct);
   if (host_sampled(rq, id, direct, &c)) stamp(&c, NVMEOF_HP_COMPLETE);
 }
 
 static __always_inline void on_end(struct request* rq, bool direct) {
   struct cmd c;
-  if (host_sampled(rq, as_id(rq, direct), direct, &c)) nv_host_end(c.id, c.tag);
+  if (host_sampled(rq, as_id(rq, direct), direct, &c)) nv_host_end(c.id, c.tag, bpf_ktime_get_ns());
 }
 
 /* ---- target ---- */
@@ -195,31 +214,30 @@ static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct
 }
 
 static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool direct) {
-  struct nvmeof_series s = {};
   struct nvmet_sq___nv* sq;
   struct nvmet_subsys___nv* subsys;
   struct nvmet_port___nv* port;
   struct nvmeof_cmd_way* w;
+  union count_key k;
   struct cmd c;
-  __u8 opcode = 0;
+  __u16 portid = 0;
+  __u8 opcode = 0, trtype = 0;
 
   if (!target_io(req, direct, &sq, &subsys, &opcode)) return;
-  s.id = as_id(subsys, direct);
-  s.role = NVMEOF_ROLE_TARGET;
   port = NVMEOF_READ(direct, req, port);
   if (port) {
-    s.port = NVMEOF_READ(direct, port, disc_addr.portid);
-    s.trtype = NVMEOF_READ(direct, port, disc_addr.trtype);
+    portid = NVMEOF_READ(direct, port, disc_addr.portid);
+    trtype = NVMEOF_READ(direct, port, disc_addr.trtype);
   }
-  s.op = nvme_op(opcode);
-  s.size = nv_size_class(NVMEOF_READ(direct, req, transfer_len));
-  count_command(&s, s.id + bpf_core_field_offset(struct nvmet_subsys___nv, subsysnqn), true);
+  count_key(&k, as_id(subsys, direct), portid, NVMEOF_ROLE_TARGET, nvme_op(opcode),
+            nv_size_class(NVMEOF_READ(direct, req, transfer_len)), trtype);
+  count_command(&k, k.w[0] + bpf_core_field_offset(struct nvmet_subsys___nv, subsysnqn), true);
 
   if (!target_sampled(req, id, direct, &c)) return;
   w = stamp(&c, NVMEOF_TP_DONE);
   if (!w) return;
-  w->e.series = s;
-  if (target_sent_hooked(&nv_config, s.trtype)) return;
+  w->e.series = k.s; /* finish() sets the kind of each key it makes */
+  if (target_sent_hooked(&nv_config, trtype)) return;
   finish(&w->e, NVMEOF_TP_COUNT); /* no response hook for this transport: ends here */
   untrack(w);
 }

@@ -9,34 +9,31 @@
 #include "classes.h"
 #include "core_shims.h"
 #include "nvmeof_maps.h"
+#include "sample.h"
 
 /* A pointer argument as a plain number. In tp_btf/fentry programs the verifier types pointer
- * arguments and forbids arithmetic or hashing on them; a round trip through map memory (the
- * per-CPU array `counters` at `scratch`) turns one into a scalar. raw_tp/kprobe arguments are
- * scalars already. */
-static __always_inline __u64 nvmeof_as_id(void* counters, __u32 scratch, const void* p,
+ * arguments and forbids arithmetic or hashing on them, but lets a privileged program subtract
+ * one pointer from another: `p` less the address of the map `m` is a number, and adding that
+ * address back as a number gives p's. The address comes once through the map's memory (a store
+ * turns a pointer into a number: a slot of the per-CPU array `m` at `scratch`) and stays in
+ * `*base`, so a call costs 4 instructions, not a map lookup. raw_tp/kprobe arguments are
+ * numbers already. */
+static __always_inline __u64 nvmeof_as_id(void* m, __u32 scratch, __u64* base, const void* p,
                                           bool direct) {
   volatile __u64* s;
+  __u64 off, b;
   if (!direct) return (__u64)p;
-  s = bpf_map_lookup_elem(counters, &scratch);
-  if (!s) return 0;
-  *s = (__u64)p;
-  return *s;
-}
-
-/* Whether a command is one of the 1 in `every` that are timed: splitmix64's finalizer over two
- * fields that every hook of the command reads from its own arguments, so that each hook decides
- * alone and an unsampled command costs no map lookup. record.bpf.c and the target side of
- * nvmeof.bpf.c pass the wire fields (SLBA, command id: host and target pick the same commands);
- * the host side of nvmeof.bpf.c passes the request's start sector and address (nvmeof.bpf.c). */
-static __always_inline bool nvmeof_pick(__u64 a, __u64 b, __u32 every) {
-  __u64 h;
-  if (every <= 1) return true;
-  h = a * 0x9E3779B97F4A7C15ULL ^ b * 0xC2B2AE3D27D4EB4FULL;
-  h ^= h >> 31;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 29;
-  return h % every == 0;
+  off = (__u64)p - (__u64)m;
+  barrier_var(off); /* the compiler may not fold m into the addition below: number - pointer */
+  b = *base;
+  if (!b) {
+    s = bpf_map_lookup_elem(m, &scratch);
+    if (!s) return 0;
+    *s = (__u64)m;
+    b = *s;
+    *base = b;
+  }
+  return off + b;
 }
 
 /* The wire fields of an NVMe command (NVMe base spec: opcode byte 0, command id bytes 2-3,
@@ -78,13 +75,13 @@ static __always_inline bool nvmeof_read_wire(const void* cmd, struct nvmeof_wire
   return true;
 }
 
-/* Target: is the command of `req` one of the 1 in `every`? By its wire fields (read into `w`),
+/* Target: is the command of `req` one of the 1 in N? By its wire fields (read into `w`),
  * so both objects and the host side of record.bpf.c pick the same commands. */
-static __always_inline bool nvmeof_target_pick(struct nvmet_req___nv* req, bool direct, __u32 every,
+static __always_inline bool nvmeof_target_pick(struct nvmet_req___nv* req, bool direct, __u64 limit,
                                                struct nvmeof_wire* w) {
   if (!req) return false;
   return nvmeof_read_wire(NVMEOF_READ(direct, req, cmd), w, direct) &&
-         nvmeof_pick(w->slba, w->cid, every);
+         nvmeof_picked(w->slba, w->cid, limit);
 }
 
 /* The struct request of a driver's per-request data (blk_mq_rq_to_pdu() places it right after

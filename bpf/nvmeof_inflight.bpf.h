@@ -219,9 +219,12 @@ struct {
   __type(value, __u32);
 } nv_ctrl SEC(".maps");
 
-/* A pointer argument as a number (nvmeof_as_id), through the shared scratch slot. */
+/* nv_counters' address as a number, once known (nvmeof_as_id). */
+static __u64 nv_counters_addr;
+
+/* A pointer argument as a number (nvmeof_as_id). */
 static __always_inline __u64 nv_as_id(const void* p, bool direct) {
-  return nvmeof_as_id(&nv_counters, NV_SCRATCH_SLOT, p, direct);
+  return nvmeof_as_id(&nv_counters, NV_SCRATCH_SLOT, &nv_counters_addr, p, direct);
 }
 
 static __always_inline __u8 nv_size_class(__u64 bytes) {
@@ -262,14 +265,15 @@ static __always_inline __u64 host_stage_id(__u64 disk) {
 }
 
 /* Host: sets up the in-flight entry of sampled request `rq` (address `id`, start sector `tag`)
- * at its setup point: nvme:nvme_setup_cmd in nvmeof.bpf.c, or block:block_rq_issue in
- * block.bpf.c (nvme_start_request(), right after the driver built the command), which sees
- * every disk's requests: any_disk keeps only NVMe disks (nvme*: the ones nvme_setup_cmd sees). */
+ * at its setup point, at time `now` (the caller's clock read, shared with its own use):
+ * nvme:nvme_setup_cmd in nvmeof.bpf.c, or block:block_rq_issue in block.bpf.c
+ * (nvme_start_request(), right after the driver built the command), which sees every disk's
+ * requests: any_disk keeps only NVMe disks (nvme*: the ones nvme_setup_cmd sees). */
 static __always_inline void nv_host_setup(struct request* rq, __u64 id, __u64 tag, bool direct,
-                                          bool any_disk) {
+                                          bool any_disk, __u64 now) {
   struct nvmeof_inflight e = {};
   struct cmd c = {.id = id, .tag = tag};
-  __u64 disk = host_disk(rq, direct), start, now;
+  __u64 disk = host_disk(rq, direct), start;
   __u32 prefix = 0;
   if (!disk) return; /* admin and fabrics commands */
   if (any_disk) {
@@ -277,7 +281,6 @@ static __always_inline void nv_host_setup(struct request* rq, __u64 id, __u64 ta
                           (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
     if (prefix != ('n' | 'v' << 8 | 'm' << 16 | 'e' << 24)) return;
   }
-  now = bpf_ktime_get_ns();
   start = NVMEOF_READ(direct, rq, start_time_ns);
   if (start && start <= now) e.ts[NVMEOF_HP_ALLOC] = start;
   e.ts[NVMEOF_HP_SETUP] = now;
@@ -287,12 +290,13 @@ static __always_inline void nv_host_setup(struct request* rq, __u64 id, __u64 ta
   track(&c, &e);
 }
 
-/* The host request `id` (start sector `sector`) ends in the block layer: if it is tracked,
- * stamp its end and record it. */
-static __always_inline void nv_host_end(__u64 id, __u64 sector) {
+/* The host request `id` (start sector `sector`) ends in the block layer at `now`: if it is
+ * tracked, stamp its end and record it. */
+static __always_inline void nv_host_end(__u64 id, __u64 sector, __u64 now) {
   struct cmd c = {.id = id, .tag = sector};
-  struct nvmeof_cmd_way* w = stamp(&c, NVMEOF_HP_END);
+  struct nvmeof_cmd_way* w = tracked(&c);
   if (!w) return;
+  if (!w->e.ts[NVMEOF_HP_END]) w->e.ts[NVMEOF_HP_END] = now;
   finish(&w->e, NVMEOF_HP_COUNT);
   untrack(w);
 }

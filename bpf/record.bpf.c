@@ -12,8 +12,8 @@
  *
  * Sampling is deterministic on fields host and target both see: a command is recorded when a
  * hash of its starting LBA and command id, taken from the NVMe command itself (what goes on the
- * wire), is 0 modulo sample_every. The host and the target with the same -s N so record the
- * same commands, and `report` can join them.
+ * wire), is at or below the limit of 1 in N (sample.h). The host and the target with the same -s N
+ * so record the same commands, and `report` can join them.
  *
  * The host's command is built inside nvme_setup_cmd(): the tracepoint at its end (tp_btf,
  * raw_tp) passes it, and those programs decide there. The function-entry variants (fentry,
@@ -32,7 +32,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile __u32 sample_every = 1; /* record 1 in N commands (deterministic, see above) */
+const volatile __u64 sample_limit = ~0ULL; /* record 1 in N commands (sample.h; see above) */
 
 /* Module types this object reads beyond core_shims.h's (nvme-core, nvme-fabrics, nvmet). Field
  * names as in Debian 6.1 and 6.12; CO-RE finds their offsets in the module BTF at load. */
@@ -149,14 +149,16 @@ static __always_inline void count_event(__u32 which) {
   if (c) *c += 1;
 }
 
+static __u64 rec_counters_addr; /* nvmeof_as_id */
+
 static __always_inline __u64 as_id(const void* p, bool direct) {
-  return nvmeof_as_id(&rec_counters, SCRATCH_SLOT, p, direct);
+  return nvmeof_as_id(&rec_counters, SCRATCH_SLOT, &rec_counters_addr, p, direct);
 }
 
 /* Both sides compute this from the same wire fields (x86 and arm64 are little endian, as the
  * wire). */
 static __always_inline bool sampled(const struct nvmeof_wire* w) {
-  return nvmeof_pick(w->slba, w->cid, sample_every);
+  return nvmeof_picked(w->slba, w->cid, sample_limit);
 }
 
 /* Every command, exactly, per group; the group's name is kept on its first command. */
@@ -202,7 +204,7 @@ static __always_inline bool host_sampled(__u64 rq) {
   struct nvmeof_wire w = {};
   struct nvme_request___rec* nreq;
   if (!rq) return false;
-  if (sample_every <= 1) return true;
+  if (sample_limit == ~0ULL) return true;
   nreq = (struct nvme_request___rec*)(rq + bpf_core_type_size(struct request));
   return nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false) && sampled(&w);
 }
@@ -215,7 +217,7 @@ static __always_inline void host_stamp(__u64 id, struct request* rq, bool direct
 static __always_inline void target_stamp(__u64 id, struct nvmet_req___nv* req, bool direct,
                                          int point) {
   struct nvmeof_wire w = {};
-  if (id && nvmeof_target_pick(req, direct, sample_every, &w)) stamp(id, point);
+  if (id && nvmeof_target_pick(req, direct, sample_limit, &w)) stamp(id, point);
 }
 
 /* The command ended on this node: its record goes to the ring buffer. */
@@ -409,7 +411,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
   g.size = nvmeof_size_class(BPF_CORE_READ(req, transfer_len));
   count_group(&g, (__u64)BPF_CORE_READ(subsys, subsysnqn));
 
-  if (!nvmeof_target_pick(req, false, sample_every, &w)) return;
+  if (!nvmeof_target_pick(req, false, sample_limit, &w)) return;
   e = stamp(id, NVMEOF_TP_DONE);
   if (!e) return;
   e->trtype = g.trtype;
@@ -426,7 +428,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
 static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool direct) {
   struct rec_inflight* e;
   struct nvmeof_wire w = {};
-  if (!id || !nvmeof_target_pick(req, direct, sample_every, &w)) return;
+  if (!id || !nvmeof_target_pick(req, direct, sample_limit, &w)) return;
   e = bpf_map_lookup_elem(&rec_inflight, &id);
   if (!e || !e->ts[NVMEOF_TP_DONE]) return;
   e->ts[NVMEOF_TP_SENT] = bpf_ktime_get_ns();

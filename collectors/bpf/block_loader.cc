@@ -159,7 +159,7 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
   std::string error;
   Skeleton<block_bpf> skel = OpenSkeleton<block_bpf>(btf_path, &error);
   if (skel) {
-    skel->rodata->sample_every = options.sample_every ? options.sample_every : 1;
+    skel->rodata->sample_limit = nvmeof_sample_limit(options.sample_every);
     skel->rodata->issue_hooked = load.plan.Find(kHookBlockIssue)->chosen.has_value();
     skel->rodata->nvmeof_host = nvmeof_host;
     skel->rodata->stage_detail = NvmeofStageDetail(options);

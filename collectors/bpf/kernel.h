@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bpf/count_cache.h"
+#include "bpf/sample.h"  // the loaders set their objects' sample_limit
 #include "collectors/base/fd.h"
 #include "collectors/bpf/attach.h"
 

@@ -32,7 +32,7 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& b
                                 std::string* error) {
   Skeleton<nvmeof_bpf> skel = OpenSkeleton<nvmeof_bpf>(btf_path, error);
   if (!skel) return skel;
-  skel->rodata->sample_every = bpf.sample_every ? bpf.sample_every : 1;
+  skel->rodata->sample_limit = nvmeof_sample_limit(bpf.sample_every);
   skel->rodata->size_classes = bpf.size_classes;
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
   SizeNvmeofStageMaps(skel->obj, bpf);

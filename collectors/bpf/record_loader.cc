@@ -50,7 +50,7 @@ Skeleton<record_bpf> OpenRecord(const std::string& btf_path, const RecordOptions
                                 std::string* error) {
   Skeleton<record_bpf> skel = OpenSkeleton<record_bpf>(btf_path, error);
   if (!skel) return skel;
-  skel->rodata->sample_every = options.sample_every ? options.sample_every : 1;
+  skel->rodata->sample_limit = nvmeof_sample_limit(options.sample_every);
   return skel;
 }
 
