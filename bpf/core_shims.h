@@ -100,4 +100,8 @@ struct nvmet_tcp_cmd___nv {
   struct nvmet_req___nv req;
 } __attribute__((preserve_access_index));
 
+struct nvmet_tcp_queue___nv {
+  struct nvmet_sq___nv nvme_sq;
+} __attribute__((preserve_access_index));
+
 #endif /* NVMEOF_BPF_CORE_SHIMS_H_ */

@@ -73,6 +73,14 @@ struct {
   __type(value, struct nvmeof_config);
 } nv_config SEC(".maps");
 
+/* TCP: per queue, data arrived and not yet taken by a command (nvmeof_common.bpf.h). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1 << NVMEOF_ARRIVAL_BITS);
+  __type(key, __u32);
+  __type(value, struct nvmeof_arrival);
+} nv_arrivals SEC(".maps");
+
 static __always_inline __u64 as_id(const void* p, bool direct) { return nv_as_id(p, direct); }
 
 /* Host: is request `rq` (address `id`) sampled? direct: as in core_shims.h. */
@@ -196,8 +204,12 @@ static __always_inline void on_end(struct request* rq, bool direct) {
 
 /* ---- target ---- */
 
-/* The capsule's receive processing starts: stash the time for on_init on this CPU. */
+/* RDMA: the capsule's receive completion is handled: stash the time for on_init on this CPU. */
 static __always_inline void on_recv(void) { recv_stash(nv_slot(NV_RECV_SLOT)); }
+
+static __always_inline void on_tcp_arrival(__u64 sq) {
+  if (sq) arrival_stash(&nv_arrivals, sq);
+}
 
 static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
                                     bool direct) {
@@ -205,6 +217,7 @@ static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct
   __u64 recv = recv_take(nv_slot(NV_RECV_SLOT)), now;
   struct cmd c;
   if (!id || !sq || NVMEOF_READ(direct, sq, qid) == 0) return; /* 0: admin */
+  if (!recv) recv = arrival_take(&nv_arrivals, as_id(sq, direct));
   if (!target_sampled(req, id, direct, &c)) return;
   now = bpf_ktime_get_ns();
   e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);

@@ -115,9 +115,9 @@ static __always_inline __u64 rdma_rsp_req(struct ib_wc___nv* wc, __u64 cqe_offse
   return cqe - cqe_offset + bpf_core_field_offset(struct nvmet_rdma_rsp___nv, req);
 }
 
-/* The target's receive stash `s` (a per-CPU slot of the object's counters): the receive hook
- * puts the time the capsule's receive processing starts there, and nvmet_req_init(), which
- * follows on this CPU in the same call, takes it (and clears it for the next capsule). */
+/* RDMA: the target's receive stash `s` (a per-CPU slot of the object's counters): the receive
+ * hook puts the time the capsule's receive completion is handled there, and nvmet_req_init(),
+ * which follows on this CPU in the same call, takes it (and clears it for the next capsule). */
 static __always_inline void recv_stash(__u64* s) {
   if (s) *s = bpf_ktime_get_ns();
 }
@@ -129,6 +129,40 @@ static __always_inline __u64 recv_take(__u64* s) {
     *s = 0;
   }
   return recv;
+}
+
+/* TCP: the time data last arrived on a queue's socket and no command took it yet, per queue (a
+ * slot of an array map, found by a hash of the queue's nvmet_sq address): the socket's
+ * data_ready callback runs in softirq, on another CPU than the queue's io_work, so the per-CPU
+ * stash above cannot carry it. Two queues whose hashes meet share a slot: the later arrival
+ * takes it, and the other queue's next command starts at init. */
+struct nvmeof_arrival {
+  __u64 sq; /* struct nvmet_sq address */
+  __u64 ts;
+};
+#define NVMEOF_ARRIVAL_BITS 12
+
+static __always_inline struct nvmeof_arrival* arrival_slot(void* arrivals, __u64 sq) {
+  __u32 i = (__u32)((sq * 0x9E3779B97F4A7C15ULL) >> (64 - NVMEOF_ARRIVAL_BITS));
+  return bpf_map_lookup_elem(arrivals, &i);
+}
+
+/* Data arrived on the socket of the queue at `sq`: the first arrival no command took yet. */
+static __always_inline void arrival_stash(void* arrivals, __u64 sq) {
+  struct nvmeof_arrival* a = arrival_slot(arrivals, sq);
+  if (!a || (a->sq == sq && a->ts)) return;
+  a->ts = bpf_ktime_get_ns();
+  a->sq = sq;
+}
+
+/* nvmet_req_init() of a command of the queue at `sq` takes its arrival (0: none). */
+static __always_inline __u64 arrival_take(void* arrivals, __u64 sq) {
+  struct nvmeof_arrival* a = arrival_slot(arrivals, sq);
+  __u64 ts;
+  if (!a || a->sq != sq) return 0;
+  ts = a->ts;
+  a->ts = 0;
+  return ts;
 }
 
 /* The taken stash as the command's receive point, or 0: a stash older than a second belongs to

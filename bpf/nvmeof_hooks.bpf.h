@@ -15,7 +15,8 @@
  *   void on_rdma_sent(struct ib_wc___nv* wc)  host capsule's send completion (RDMA)
  *   void on_complete_rq(struct request* rq, bool direct)
  *   void on_end(struct request* rq, bool direct)   the request's final completion
- *   void on_recv(void)                        target receive processing starts
+ *   void on_recv(void)                        target receive (RDMA): on this CPU, init follows
+ *   void on_tcp_arrival(__u64 sq)             target receive (TCP): data on queue `sq`'s socket
  *   void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq, bool direct)
  *   void on_done(__u64 id, struct nvmet_req___nv* req, bool direct)
  *   void on_sent(__u64 id, struct nvmet_req___nv* req, bool direct)   target response sent
@@ -179,9 +180,8 @@ int BPF_KPROBE(nv_end_kprobe, struct request* rq, blk_status_t error, unsigned i
 
 /* ---- target ---- */
 
-/* receive: the capsule's receive processing starts; nvmet_req_init() follows on this CPU in
- * the same call (RDMA: recv_done -> handle_command; TCP: io_work -> try_recv_pdu -> done_recv_pdu).
- */
+/* receive (RDMA): the capsule's receive completion is handled; nvmet_req_init() follows on this
+ * CPU in the same call (recv_done -> handle_command). */
 SEC("fentry/nvmet_rdma_recv_done")
 int BPF_PROG(nv_t_rdma_recv_fentry) {
   on_recv();
@@ -194,19 +194,25 @@ int BPF_KPROBE(nv_t_rdma_recv_kprobe) {
   return 0;
 }
 
-/* TCP: the queue's io_work starts (it reads the capsules the socket has, and runs their
- * nvmet_req_init); the first command it initializes takes the stash. Once per io_work pass,
- * where nvmet_tcp_try_recv_pdu runs three times per command at queue depth 1 (two of them find
- * nothing): the receive span is from the queue's work starting to the command parsed. */
-SEC("fentry/nvmet_tcp_io_work")
-int BPF_PROG(nv_t_tcp_recv_fentry) {
-  on_recv();
+/* TCP: data arrived on a queue's socket (its sk_data_ready callback, in softirq; it queues the
+ * queue's io_work, which reads the capsule and runs its nvmet_req_init): the receive span is
+ * from the capsule's arrival to the command parsed, the io_work's wait for its CPU included.
+ * One run per segment received; at queue depth 1 one per read command, where io_work ran twice
+ * (its second pass finds nothing). sk_user_data is the nvmet_tcp_queue (low bits: flags). */
+static __always_inline __u64 tcp_queue_sq(__u64 queue) {
+  queue &= ~7ULL;
+  return queue ? queue + bpf_core_field_offset(struct nvmet_tcp_queue___nv, nvme_sq) : 0;
+}
+
+SEC("fentry/nvmet_tcp_data_ready")
+int BPF_PROG(nv_t_tcp_recv_fentry, struct sock* sk) {
+  if (sk) on_tcp_arrival(tcp_queue_sq((__u64)sk->sk_user_data));
   return 0;
 }
 
-SEC("kprobe/nvmet_tcp_io_work")
-int BPF_KPROBE(nv_t_tcp_recv_kprobe) {
-  on_recv();
+SEC("kprobe/nvmet_tcp_data_ready")
+int BPF_KPROBE(nv_t_tcp_recv_kprobe, struct sock* sk) {
+  on_tcp_arrival(tcp_queue_sq((__u64)BPF_CORE_READ(sk, sk_user_data)));
   return 0;
 }
 

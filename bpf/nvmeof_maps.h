@@ -29,7 +29,7 @@ enum nvmeof_host_point {
 
 /* Target points of one command, in time order. */
 enum nvmeof_target_point {
-  NVMEOF_TP_RECV = 0, /* nvmet_rdma_recv_done / nvmet_tcp_io_work: capsule receive */
+  NVMEOF_TP_RECV = 0, /* nvmet_rdma_recv_done / nvmet_tcp_data_ready: capsule received */
   NVMEOF_TP_INIT = 1, /* nvmet:nvmet_req_init */
   NVMEOF_TP_DATA = 2, /* nvmet_rdma_read_data_done: host data pulled (writes beyond inline) */
   NVMEOF_TP_EXEC = 3, /* nvmet_bdev_execute_rw / nvmet_file_execute_rw: backing I/O issued */

@@ -132,6 +132,14 @@ struct {
   __type(value, struct nvmeof_config);
 } rec_config SEC(".maps");
 
+/* TCP: per queue, data arrived and not yet taken by a command (nvmeof_common.bpf.h). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1 << NVMEOF_ARRIVAL_BITS);
+  __type(key, __u32);
+  __type(value, struct nvmeof_arrival);
+} rec_arrivals SEC(".maps");
+
 /* Counters (record.h), then a scratch slot (see as_id) and the target's receive stash. */
 #define SCRATCH_SLOT NVMEOF_RCTR_COUNT
 #define RECV_SLOT (NVMEOF_RCTR_COUNT + 1)
@@ -366,6 +374,10 @@ static __always_inline void on_end(struct request* rq, bool direct) {
 /* The capsule's receive processing starts: stash the time for on_init on this CPU. */
 static __always_inline void on_recv(void) { recv_stash(slot(RECV_SLOT)); }
 
+static __always_inline void on_tcp_arrival(__u64 sq) {
+  if (sq) arrival_stash(&rec_arrivals, sq);
+}
+
 static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
                                     bool direct) {
   struct rec_inflight e = {};
@@ -375,6 +387,7 @@ static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct
   if (!id || !sq) return;
   qid = NVMEOF_READ(direct, sq, qid);
   if (qid == 0) return; /* admin */
+  if (!recv) recv = arrival_take(&rec_arrivals, as_id(sq, direct));
   if (!nvmeof_read_wire(NVMEOF_READ(direct, req, cmd), &w, direct) || !sampled(&w)) return;
   now = bpf_ktime_get_ns();
   e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);
