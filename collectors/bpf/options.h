@@ -15,10 +15,10 @@ class Node;
 namespace nvmeof {
 
 struct BpfOptions {
-  std::string mechanism = "auto";  // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
-  std::string btf_path;            // external BTF file or directory, for kernels without BTF
-  std::uint32_t sample_every = 8;  // time 1 in N; counts stay exact (default: tests/bench)
-  std::vector<double> buckets;     // classic upper bounds in seconds; empty = the default 16
+  std::string mechanism = "auto";   // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
+  std::string btf_path;             // external BTF file or directory, for kernels without BTF
+  std::uint32_t sample_every = 16;  // time 1 in N; counts stay exact (why 16: tests/bench)
+  std::vector<double> buckets;      // classic upper bounds in seconds; empty = the default 16
   // What protobuf scrapes carry for latency histograms: native (schema-3 sparse buckets, count,
   // sum), classic (the classic buckets, as text scrapes) or both (for scrape_classic_histograms).
   std::string protobuf_histograms = "native";

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-TOOLS = ['s1', 's8', 's64', 'tp8', 'record', 'biolatency']
+TOOLS = ['s1', 's8', 's64', 'default', 'tp8', 'record', 'biolatency']
 MODES = ['none', 'none2'] + TOOLS
 TOLERANCE = {'null': 0.01, 'tcp': 0.01, 'rdma': 0.015}  # none vs none2, relative
 WARMUP_IOS = 100  # unmeasured I/Os before each run (inside the stats bracket)
@@ -28,10 +28,10 @@ def main():
         if len(f) == 5:
             lat[(f[0], f[1], f[2])] = float(f[4])
     paths = [p for p in ('null', 'tcp', 'rdma') if any(k[1] == p for k in lat)]
-    # Other sample rates run (ICOUNT_MODES="... s16 s32"), in their order.
-    extra = sorted({k[0] for k in lat if k[0][0] == 's' and k[0][1:].isdigit()} - set(TOOLS),
-                   key=lambda m: int(m[1:]))
-    TOOLS[2:2] = extra
+    # Every sample rate run (ICOUNT_MODES="... s16 s32"), in order, then the rest.
+    rates = sorted({k[0] for k in lat if k[0][0] == 's' and k[0][1:].isdigit()} |
+                   {'s1', 's8', 's64'}, key=lambda m: int(m[1:]))
+    TOOLS[:] = rates + ['default', 'tp8', 'record', 'biolatency']
     MODES[:] = ['none', 'none2'] + TOOLS
     rws = [r for r in ('randread', 'randwrite') if any(k[2] == r for k in lat)]
     misses = []
@@ -57,7 +57,7 @@ def main():
                                   % (p, rw, base, again, 100 * diff, 100 * TOLERANCE[p]))
                 base = (base + again) / 2  # the first and the last run of the boot
             for m in ('none2', 'biolatency'):
-                if ('s8', p, rw) in lat and (m, p, rw) not in lat and p != 'null':
+                if ('default', p, rw) in lat and (m, p, rw) not in lat and p != 'null':
                     misses.append('%s %s: no %s run to compare with' % (p, rw, m))
             bio = lat.get(('biolatency', p, rw))
             bio_cost = bio - base if bio is not None else None
@@ -70,9 +70,9 @@ def main():
                 cost = v - base
                 ratio = ' (%.2fx)' % (cost / bio_cost) if bio_cost and bio_cost > 0 else ''
                 cells.append('%17s' % ('%+.0f%s' % (cost, ratio)))
-                if (m == 's8' and p != 'null' and bio_cost and bio_cost > 0 and
+                if (m == 'default' and p != 'null' and bio_cost and bio_cost > 0 and
                         cost > budget * bio_cost):
-                    misses.append('%s %s: default (1 in 8) costs %.2fx biolatency (budget %.2fx)'
+                    misses.append('%s %s: the default costs %.2fx biolatency (budget %.2fx)'
                                   % (p, rw, cost / bio_cost, budget))
             print('%-5s %-9s %s' % (p, rw, ''.join(cells)))
     derived(lat, paths, rws)
@@ -113,13 +113,13 @@ def derived(lat, paths, rws):
 
 
 def stats(d, paths):
-    """Per program: instructions per run and per I/O (randread; `stats`: the exporter at 1 in
-    8, `stats1`: at 1 in 1)."""
+    """Per program: instructions per run and per I/O (randread; `stats`: the exporter at its
+    default, `stats1`: at 1 in 1)."""
     ios = None
     for line in open(os.path.join(d, 'scenario.env')):
         if line.startswith('IOS='):
             ios = int(line.split('=', 1)[1]) + WARMUP_IOS
-    for tag, every in (('stats', 8), ('stats1', 1)):
+    for tag, every in (('stats', 'its default'), ('stats1', '1 in 1')):
         for p in paths:
             stats_table(d, tag, every, p, ios)
 
@@ -139,7 +139,7 @@ def stats_table(d, tag, every, p, ios):
             rows.append((x.get('name', '?'), runs, ns))
     if not rows:
         return
-    print('\n%s randread, exporter at 1 in %d with bpf_stats: per program (instructions)'
+    print('\n%s randread, exporter at %s with bpf_stats: per program (instructions)'
           % (p, every))
     print('%-18s %9s %9s %11s' % ('program', 'runs/IO', 'per run', 'per I/O'))
     total = 0

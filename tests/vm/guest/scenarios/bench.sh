@@ -1,6 +1,6 @@
 # Benchmark (not part of the suite; tests/bench/nvmeof_vm_bench.sh runs it): NVMe/RDMA and
 # NVMe/TCP 4 KiB random reads, QD16, BENCH_SECONDS each, with no exporter and with the exporter's
-# NVMe-oF stage hooks at sample_every 8 (default) and 1, in blocks: none, s8, none, s1, none.
+# NVMe-oF stage hooks at sample_every 8 and 1, in blocks: none, s8, none, s1, none.
 # Writes bench.txt: "MODE TRANSPORT ROUND IOPS" lines; the s8/s1 scrapes carry the programs'
 # run time (bpf.enable_stats) for BPF ns per command.
 . /opt/vm/lib.sh

@@ -4,7 +4,8 @@
 # NVMe/RDMA over rxe; host and target in this VM, targets on null_blk with irqmode=0) and each
 # rw (randread, randwrite), fio psync QD1 4 KiB, ICOUNT_IOS I/Os, once per mode:
 #   none none2           no tool, twice (the bench fails when the two disagree)
-#   s1 s8 s64 (sN)       the exporter's bpf collector at sample_every 1, 8 and 64 (any N)
+#   default              the exporter's bpf collector at its default sample_every
+#   s1 s8 s64 (sN)       the same at sample_every 1, 8 and 64 (any N)
 #   tp8                  1 in 8 with bpf.mechanism tp_btf: the tracepoint hooks only (merged
 #                        stages), what the function hooks' dispatch costs (not in the defaults)
 #   record               `record -s 8 --role=both`
@@ -20,7 +21,7 @@ EXPORTER_START_TIMEOUT=600
 IOS=${ICOUNT_IOS:-4000}
 PATHS=${ICOUNT_PATHS:-null tcp rdma}
 RWS=${ICOUNT_RWS:-randread randwrite}
-MODES=${ICOUNT_MODES:-none s1 s8 s64 record biolatency none2 stats}
+MODES=${ICOUNT_MODES:-none s1 default s8 s64 record biolatency none2 stats}
 conf IOS "$IOS"
 # stats and stats1 run randread only, once per path
 conf MODES "$(echo $MODES | tr ' ' '\n' | grep -v '^stats1*$' | tr '\n' ' ')"
@@ -72,8 +73,9 @@ run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
 	done
 }
 
-with_exporter() { # MODE SAMPLE_EVERY [MECHANISM]
-	printf 'bpf:\n  sample_every: %s\n  mechanism: %s\n' "$2" "${3:-auto}" >/tmp/icount.yml
+with_exporter() { # MODE SAMPLE_EVERY ("": the default) [MECHANISM]
+	printf 'bpf:\n  mechanism: %s\n' "${3:-auto}" >/tmp/icount.yml
+	[ -z "$2" ] || printf '  sample_every: %s\n' "$2" >>/tmp/icount.yml
 	EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter $1"
 	run_paths "$1"
 	stop_exporter
@@ -104,6 +106,7 @@ for mode in $MODES; do
 	mark "mode_$mode"
 	case $mode in
 	none | none2) run_paths $mode ;;
+	default) with_exporter default "" ;;
 	s[0-9]*) with_exporter $mode ${mode#s} ;;
 	tp8) with_exporter tp8 8 tp_btf ;;
 	record) with_tool record "$R/record.log" recording \
@@ -111,9 +114,9 @@ for mode in $MODES; do
 	biolatency) with_tool biolatency "$R/biolatency.log" prog:block_rq_comp /usr/sbin/biolatency ;;
 	stats | stats1)
 		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
-		tag=$mode every=8
-		[ $mode = stats1 ] && every=1
-		printf 'bpf:\n  sample_every: %s\n' $every >/tmp/icount.yml
+		tag=$mode
+		printf 'bpf:\n' >/tmp/icount.yml
+		[ $mode = stats1 ] && printf '  sample_every: 1\n' >>/tmp/icount.yml
 		EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter stats"
 		all_paths=$PATHS all_rws=$RWS
 		for p in $all_paths; do
