@@ -14,7 +14,7 @@
 # Knobs: ICOUNT_IOS (I/Os per run, 4000; the gate 2000), ICOUNT_PATHS, ICOUNT_RWS, ICOUNT_MODES,
 # BENCH_OUT (/tmp/nvmeof-vm/icount), BENCH_NO_FAIL=1 (report, never fail). Exit status 1 when
 # `none` is not reproducible (the two runs differ by more than 1%, 1.5% on RDMA) or when the
-# exporter's default costs more than BUDGET_RATIO (1.0; the gate 1.6) times biolatency
+# exporter's default costs more than BUDGET_RATIO (1.0; the gate 1.3) times biolatency
 # on NVMe-oF; 2 when the VM did not produce results.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,10 +25,11 @@ OUT=${BENCH_OUT:-/tmp/nvmeof-vm/icount}
 if [ "${ICOUNT_GATE:-0}" = 1 ]; then
   export ICOUNT_IOS=${ICOUNT_IOS:-2000} ICOUNT_PATHS=${ICOUNT_PATHS:-tcp}
   export ICOUNT_RWS=${ICOUNT_RWS:-randread} ICOUNT_MODES=${ICOUNT_MODES:-none default biolatency none2}
-  # The issue's budget is 1.0x biolatency and is missed today (1.3-1.4x on 6.12; biolatency's
-  # own cost moves by 10-15% between boots: tests/bench/README.md); the gate fails past 1.6x,
-  # and on `none` not reproducing within 1%.
-  BUDGET_RATIO=${BUDGET_RATIO:-1.6}
+  # The issue's budget is 1.0x biolatency (0.99x on 6.12 at 4,000 I/Os in Round 5), but
+  # biolatency's own cost moves by up to 10% between boots (tests/bench/README.md), so one
+  # short run cannot tell 1.0x from 1.1x: the gate fails past 1.3x, and on `none` not
+  # reproducing within 1%.
+  BUDGET_RATIO=${BUDGET_RATIO:-1.3}
 fi
 export ICOUNT_IOS=${ICOUNT_IOS:-4000}
 rc=0

@@ -115,7 +115,7 @@ for mode in $MODES; do
 	stats | stats1)
 		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
 		tag=$mode
-		printf 'bpf:\n' >/tmp/icount.yml
+		printf 'bpf:\n  mechanism: auto\n' >/tmp/icount.yml
 		[ $mode = stats1 ] && printf '  sample_every: 1\n' >>/tmp/icount.yml
 		EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter stats"
 		all_paths=$PATHS all_rws=$RWS
