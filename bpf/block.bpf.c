@@ -104,13 +104,12 @@ static __always_inline void record(struct nvmeof_block_hist* h, __u32 stage, __u
 static __always_inline void on_issue(struct request* rq, bool direct) {
   struct nvmeof_inflight_set* s;
   int i, way = -1;
-  __u64 key, sector, now;
+  __u64 key, sector;
 
   key = nv_as_id(rq, direct);
   sector = NVMEOF_READ(direct, rq, __sector);
   if (!key || !sampled(sector, key)) return;
-  now = bpf_ktime_get_ns();
-  if (nvmeof_host) nv_host_setup(rq, key, sector, direct, true, now);
+  if (nvmeof_host) nv_host_setup(rq, key, sector, direct, true);
   s = inflight_set(key);
   if (!s) return;
     /* Requeued requests are issued again: reuse their way. Else take a free one. */
@@ -122,6 +121,7 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
   for (i = 0; i < NVMEOF_INFLIGHT_WAYS; i++) {
     if (way < 0 && s->way[i].rq == 0) way = i;
   }
+  __u64 now = bpf_ktime_get_ns();
   if (way < 0) {
     way = (now >> 4) & (NVMEOF_INFLIGHT_WAYS - 1);
     count_event(NVMEOF_CTR_INFLIGHT_EVICTED);
@@ -149,9 +149,8 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   id = nv_as_id(rq, direct);
   sector = NVMEOF_READ(direct, rq, __sector);
   sampled_rq = id && sampled(sector, id);
-  if (!sampled_rq && c) return;
-  now = sampled_rq ? bpf_ktime_get_ns() : 0;
-  if (nvmeof_host && sampled_rq) nv_host_end(id, sector, now);
+  if (nvmeof_host && sampled_rq) nv_host_end(id, sector);
+  if (c && !sampled_rq) return;
   h = bpf_map_lookup_elem(&block_hists, &k);
   if (!h) {
     struct nvmeof_block_hist* z = bpf_map_lookup_elem(&zero_hist, &zero);
@@ -165,6 +164,7 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   }
   if (!c) h->requests += 1;
   if (!sampled_rq) return;
+  now = bpf_ktime_get_ns();
   start = NVMEOF_READ(direct, rq, start_time_ns);
 
   if (!issue_hooked) {

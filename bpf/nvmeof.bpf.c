@@ -169,7 +169,7 @@ static __always_inline void target_stamp(__u64 id, struct nvmet_req___nv* req, b
 static __always_inline void on_setup(struct request* rq, const void* cmd, bool direct) {
   struct cmd c;
   if (host_sampled(rq, as_id(rq, direct), direct, &c))
-    nv_host_setup(rq, c.id, c.tag, direct, false, bpf_ktime_get_ns());
+    nv_host_setup(rq, c.id, c.tag, direct, false);
 }
 
 static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
@@ -199,7 +199,7 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
 
 static __always_inline void on_end(struct request* rq, bool direct) {
   struct cmd c;
-  if (host_sampled(rq, as_id(rq, direct), direct, &c)) nv_host_end(c.id, c.tag, bpf_ktime_get_ns());
+  if (host_sampled(rq, as_id(rq, direct), direct, &c)) nv_host_end(c.id, c.tag);
 }
 
 /* ---- target ---- */
