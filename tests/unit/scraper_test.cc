@@ -63,14 +63,19 @@ struct Fixture {
   ~Fixture() { blocking->Release(); }
 };
 
-// Waits (bounded) until the blocking collector has returned, seen through the scraper.
+// Waits (bounded: about 4 s) until the blocking collector has returned, seen through the
+// scraper. A scrape that finds the old run still stuck reports it at once, hence the pause
+// between tries. A fresh run returns at once, and the long deadline lets it do so inside its
+// scrape on a loaded machine under TSan: with 50 ms it once timed out, and the next scrape's
+// fresh run made `runs` 3.
 bool WaitUntilReturned(Scraper& s, BlockingCollector& b, int runs) {
   for (int i = 0; i < 200; ++i) {
-    auto sink = s.CollectAll(50ms);
+    auto sink = s.CollectAll(2s);
     if (Value(sink, "nvmeof_exporter_collector_success", {{"collector", "blocking"}}) == 1 &&
         b.runs == runs) {
       return true;
     }
+    std::this_thread::sleep_for(20ms);
   }
   return false;
 }
