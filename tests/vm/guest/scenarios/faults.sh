@@ -254,17 +254,34 @@ scrape reload-after-io
 phase sigterm
 { printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n'; sleep 20; } | nc 127.0.0.1 10420 >/dev/null 2>&1 &
 HALF=$!
+# Three clients scrape back to back, so that scrapes are in flight at any moment: a single
+# round of scrapes can all be answered before the signal goes out (under TCG a scrape takes
+# about as long as a shell's sleep 0.1).
 W=
 for i in 1 2 3; do
-	timeout 10 wget -q -O /tmp/inflight-$i.prom http://$LISTEN/metrics 2>/dev/null &
+	(while :; do
+		timeout 10 wget -q -O /tmp/inflight-$i.prom http://$LISTEN/metrics 2>/dev/null &
+		echo $! >/tmp/inflight-$i.pid # busybox timeout execs wget in its own pid
+		wait $!
+	done) &
 	W="$W $!"
 done
-sleep 0.1
 inflight=0 # scrapes not yet answered when SIGTERM goes out (a zombie has finished)
-for p in $W; do grep -qs '^State:.*[RSD]' /proc/$p/status && inflight=$((inflight + 1)); done
+deadline 10
+while :; do
+	inflight=0
+	for i in 1 2 3; do
+		p=$(cat /tmp/inflight-$i.pid 2>/dev/null)
+		[ -n "$p" ] && grep -qs '^State:.*[RSD]' /proc/$p/status && inflight=$((inflight + 1))
+	done
+	[ "$inflight" -ge 1 ] && break
+	before_deadline || break
+	sleep 0.05
+done
 mark sigterm
 t0=$(now)
 kill -TERM "$EXPORTER_PID"
+kill $W 2>/dev/null # the loops; their scrapes in flight run to their end
 (sleep 10; kill -KILL "$EXPORTER_PID") >/dev/null 2>&1 &
 KILLER=$!
 wait "$EXPORTER_PID"
