@@ -91,7 +91,6 @@ struct nvmet_req___nv {
 } __attribute__((preserve_access_index));
 
 struct nvmet_rdma_rsp___nv {
-  struct ib_cqe___nv send_cqe;
   struct ib_cqe___nv read_cqe;
   struct nvmet_req___nv req;
 } __attribute__((preserve_access_index));

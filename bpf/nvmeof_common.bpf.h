@@ -99,6 +99,15 @@ static __always_inline __u64 rq_disk(struct request* rq) {
   return (__u64)BPF_CORE_READ(rq, q, disk);
 }
 
+/* rq_disk as a number, with plain loads where `rq` is BTF-typed (`direct`) on kernels without
+ * rq->rq_disk; the disk pointer becomes a number through map `m` (nvmeof_as_id). */
+static __always_inline __u64 nvmeof_rq_disk(struct request* rq, bool direct, void* m, __u32 scratch,
+                                            __u64* base) {
+  if (direct && !bpf_core_field_exists(((struct request___old*)0)->rq_disk))
+    return nvmeof_as_id(m, scratch, base, rq->q->disk, true);
+  return rq_disk(rq);
+}
+
 /* The host request whose command capsule a send completion belongs to: the completion's ib_cqe
  * is the one embedded in the driver's request (nvme_rdma_request.sqe.cqe). */
 static __always_inline __u64 rdma_sent_rq(struct ib_wc___nv* wc) {

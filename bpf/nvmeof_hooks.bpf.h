@@ -309,18 +309,25 @@ int BPF_KPROBE(nv_t_done_kprobe, struct nvmet_req___nv* req) {
   return 0;
 }
 
-/* sent (RDMA): the response's send completion (for reads after the RDMA WRITE of the data). */
-SEC("fentry/nvmet_rdma_send_done")
-int BPF_PROG(nv_t_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
-  __u64 req = rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe));
-  on_sent(req, (struct nvmet_req___nv*)req, false);
+/* sent (RDMA): the response's send completion (for reads after the RDMA WRITE of the data).
+ * nvmet_rdma_send_done() hands the command's nvmet_rdma_rsp to nvmet_rdma_release_rsp() first
+ * thing; hooked there, the typed rsp reaches the command with plain loads, where the completion
+ * handler's ib_wc reaches it only by container_of (three bpf_probe_read_kernel calls, about 300
+ * instructions a command). It also runs for a response that could not be posted or a transfer
+ * that failed: those commands end there too. */
+SEC("fentry/nvmet_rdma_release_rsp")
+int BPF_PROG(nv_t_rdma_sent_fentry, struct nvmet_rdma_rsp___nv* rsp) {
+  if (rsp) {
+    on_sent(as_id(rsp, true) + bpf_core_field_offset(struct nvmet_rdma_rsp___nv, req), &rsp->req,
+            true);
+  }
   return 0;
 }
 
-SEC("kprobe/nvmet_rdma_send_done")
-int BPF_KPROBE(nv_t_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
-  __u64 req = rdma_rsp_req(wc, bpf_core_field_offset(struct nvmet_rdma_rsp___nv, send_cqe));
-  on_sent(req, (struct nvmet_req___nv*)req, false);
+SEC("kprobe/nvmet_rdma_release_rsp")
+int BPF_KPROBE(nv_t_rdma_sent_kprobe, struct nvmet_rdma_rsp___nv* rsp) {
+  __u64 r = (__u64)rsp;
+  if (r) on_sent(r + bpf_core_field_offset(struct nvmet_rdma_rsp___nv, req), &rsp->req, false);
   return 0;
 }
 

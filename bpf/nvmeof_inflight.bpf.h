@@ -233,9 +233,7 @@ static __always_inline __u8 nv_size_class(__u64 bytes) {
 
 /* The request's disk as a number (direct: a plain load, then through map memory, as_id). */
 static __always_inline __u64 host_disk(struct request* rq, bool direct) {
-  if (direct && !bpf_core_field_exists(((struct request___old*)0)->rq_disk))
-    return nv_as_id(rq->q->disk, true);
-  return rq_disk(rq);
+  return nvmeof_rq_disk(rq, direct, &nv_counters, NV_SCRATCH_SLOT, &nv_counters_addr);
 }
 
 static __always_inline void host_series(struct request* rq, bool direct, __u64 disk,

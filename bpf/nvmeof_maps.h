@@ -34,7 +34,7 @@ enum nvmeof_target_point {
   NVMEOF_TP_DATA = 2, /* nvmet_rdma_read_data_done: host data pulled (writes beyond inline) */
   NVMEOF_TP_EXEC = 3, /* nvmet_bdev_execute_rw / nvmet_file_execute_rw: backing I/O issued */
   NVMEOF_TP_DONE = 4, /* nvmet:nvmet_req_complete */
-  NVMEOF_TP_SENT = 5, /* nvmet_rdma_send_done / nvmet_try_send_response: response out */
+  NVMEOF_TP_SENT = 5, /* nvmet_rdma_release_rsp / nvmet_try_send_response: response out */
   NVMEOF_TP_COUNT = 6,
 };
 

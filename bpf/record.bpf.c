@@ -278,7 +278,7 @@ static __always_inline void on_setup(struct request* rq, const void* cmd, bool d
   } else if (!setup_at_entry) {
     setup_at_entry = true;
   }
-  disk = rq_disk(rq);
+  disk = nvmeof_rq_disk(rq, direct, &rec_counters, SCRATCH_SLOT, &rec_counters_addr);
   if (!disk) return; /* admin and fabrics commands */
   id = as_id(rq, direct);
   if (!id) return;
@@ -324,7 +324,7 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   struct rec_inflight* e;
   struct blk_mq_hw_ctx* hctx;
   struct nvmeof_wire w = {};
-  __u64 disk = rq_disk(rq), id, host;
+  __u64 disk = nvmeof_rq_disk(rq, direct, &rec_counters, SCRATCH_SLOT, &rec_counters_addr), id, host;
   if (!disk) return;
   id = as_id(rq, direct);
   nreq = (struct nvme_request___rec*)(id + bpf_core_type_size(struct request));
@@ -405,34 +405,32 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
   struct nvmeof_record_group g = {};
   struct nvmet_sq___nv* sq;
   struct nvmet_subsys___nv* subsys;
+  struct nvmet_port___nv* port;
+  struct nvmet_ctrl___rec* tctrl;
   struct rec_inflight* e;
   struct nvmeof_wire w = {};
   __u8 opcode = 0;
-  __u64 tctrl;
 
   if (!target_io(req, direct, &sq, &subsys, &opcode)) return;
-  if (direct) {
-    /* The rest as before, through bpf_probe_read_kernel, from plain numbers. */
-    req = (struct nvmet_req___nv*)id;
-    sq = (struct nvmet_sq___nv*)as_id(sq, true);
-    subsys = (struct nvmet_subsys___nv*)as_id(subsys, true);
-  }
-  g.id = (__u64)subsys;
+  port = NVMEOF_READ(direct, req, port);
+  g.id = as_id(subsys, direct);
   g.role = NVMEOF_ROLE_TARGET;
-  g.trtype = BPF_CORE_READ(req, port, disc_addr.trtype);
+  g.trtype = port ? NVMEOF_READ(direct, port, disc_addr.trtype) : 0;
   g.opcode = opcode;
-  g.size = nvmeof_size_class(BPF_CORE_READ(req, transfer_len));
-  count_group(&g, (__u64)BPF_CORE_READ(subsys, subsysnqn));
+  g.size = nvmeof_size_class(NVMEOF_READ(direct, req, transfer_len));
+  count_group(&g, (__u64)NVMEOF_READ(direct, subsys, subsysnqn));
 
-  if (!nvmeof_target_pick(req, false, sample_limit, &w)) return;
+  if (!nvmeof_target_pick(req, direct, sample_limit, &w)) return;
   e = stamp(id, NVMEOF_TP_DONE);
   if (!e) return;
   e->trtype = g.trtype;
-  e->bytes = BPF_CORE_READ(req, transfer_len);
-  tctrl = (__u64)BPF_CORE_READ((struct nvmet_sq___rec*)sq, ctrl);
-  e->cntlid = tctrl ? BPF_CORE_READ((struct nvmet_ctrl___rec*)tctrl, cntlid) : 0;
-  e->hostnqn = tctrl ? tctrl + bpf_core_field_offset(struct nvmet_ctrl___rec, hostnqn) : 0;
-  e->nqn = (__u64)BPF_CORE_READ(subsys, subsysnqn);
+  e->bytes = NVMEOF_READ(direct, req, transfer_len);
+  tctrl = (struct nvmet_ctrl___rec*)NVMEOF_READ(direct, (struct nvmet_sq___rec*)sq, ctrl);
+  if (tctrl) {
+    e->cntlid = NVMEOF_READ(direct, tctrl, cntlid);
+    e->hostnqn = as_id(tctrl, direct) + bpf_core_field_offset(struct nvmet_ctrl___rec, hostnqn);
+  }
+  e->nqn = (__u64)NVMEOF_READ(direct, subsys, subsysnqn);
   if (target_sent_hooked(&rec_config, g.trtype)) return;
   emit(e); /* no response hook for this transport: ends here */
   bpf_map_delete_elem(&rec_inflight, &id);

@@ -117,11 +117,11 @@ const std::vector<HookSpec>& NvmeofHooks() {
                     {M::kFentry, "nvmet_req_complete", "nv_t_done_fentry"},
                     {M::kKprobe, "nvmet_req_complete", "nv_t_done_kprobe"}},
        .gate = "nvmet"},
-      {.name = kHookNvmetRdmaSendDone,
+      {.name = kHookNvmetRdmaReleaseRsp,
        .required = false,
        .module = "nvmet_rdma",
-       .variants = {{M::kFentry, "nvmet_rdma_send_done", "nv_t_rdma_sent_fentry"},
-                    {M::kKprobe, "nvmet_rdma_send_done", "nv_t_rdma_sent_kprobe"}},
+       .variants = {{M::kFentry, "nvmet_rdma_release_rsp", "nv_t_rdma_sent_fentry"},
+                    {M::kKprobe, "nvmet_rdma_release_rsp", "nv_t_rdma_sent_kprobe"}},
        .gate = "nvmet_rdma"},
       {.name = kHookNvmetTcpSendResponse,
        .required = false,
@@ -184,7 +184,7 @@ std::uint32_t TargetSentHooked(const AttachPlan& plan) {
   std::uint32_t bits = 0;
   for (const auto& h : plan.hooks) {
     if (!h.chosen) continue;
-    if (h.hook->name == kHookNvmetRdmaSendDone) bits |= 1U << NVMEOF_TRTYPE_RDMA;
+    if (h.hook->name == kHookNvmetRdmaReleaseRsp) bits |= 1U << NVMEOF_TRTYPE_RDMA;
     if (h.hook->name == kHookNvmetTcpSendResponse) bits |= 1U << NVMEOF_TRTYPE_TCP;
   }
   return bits;

@@ -25,7 +25,7 @@ const std::vector<HookSpec>& NvmeofHooks();
 // The target's response-sent hooks per transport (bit NVMEOF_TRTYPE_* of nvmeof_config).
 inline constexpr std::string_view kHookNvmeSetupCmd = "nvme_setup_cmd";
 inline constexpr std::string_view kHookNvmeRqEnd = "nvme_rq_end";
-inline constexpr std::string_view kHookNvmetRdmaSendDone = "nvmet_rdma_send_done";
+inline constexpr std::string_view kHookNvmetRdmaReleaseRsp = "nvmet_rdma_release_rsp";
 inline constexpr std::string_view kHookNvmetTcpSendResponse = "nvmet_try_send_response";
 
 // Bit NVMEOF_TRTYPE_* set for each transport whose target response-sent hook the plan attached
