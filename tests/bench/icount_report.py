@@ -114,17 +114,28 @@ def derived(lat, paths, rws):
 
 def stats(d, paths):
     """Per program: instructions per run and per I/O (randread; `stats`: the exporter at its
-    default, `stats1`: at 1 in 1)."""
+    default, `stats1`: at 1 in 1, `recstats`: `record -s 8`)."""
     ios = None
     for line in open(os.path.join(d, 'scenario.env')):
         if line.startswith('IOS='):
             ios = int(line.split('=', 1)[1]) + WARMUP_IOS
-    for tag, every in (('stats', 'its default'), ('stats1', '1 in 1')):
+    for tag, what in (('stats', 'exporter at its default'), ('stats1', 'exporter at 1 in 1'),
+                      ('recstats', '`record -s 8`')):
         for p in paths:
-            stats_table(d, tag, every, p, ios)
+            stats_table(d, tag, what, p, ios * tries(d, tag, p))
 
 
-def stats_table(d, tag, every, p, ios):
+def tries(d, tag, p):
+    """How many times the randread run was measured (a run with a stalled I/O runs again, up to
+    three times, inside the same snapshots)."""
+    try:
+        lines = open(os.path.join(d, 'icount-runs.txt')).read().splitlines()
+    except OSError:
+        return 1
+    return max(1, sum(1 for x in lines if x.split()[:3] == [tag, p, 'randread']))
+
+
+def stats_table(d, tag, what, p, ios):
     try:
         before = {x['id']: x for x in json.load(open(os.path.join(d, '%s-%s-before.json' % (tag, p))))}
         after = json.load(open(os.path.join(d, '%s-%s-after.json' % (tag, p))))
@@ -139,8 +150,7 @@ def stats_table(d, tag, every, p, ios):
             rows.append((x.get('name', '?'), runs, ns))
     if not rows:
         return
-    print('\n%s randread, exporter at %s with bpf_stats: per program (instructions)'
-          % (p, every))
+    print('\n%s randread, %s with bpf_stats: per program (instructions)' % (p, what))
     print('%-18s %9s %9s %11s' % ('program', 'runs/IO', 'per run', 'per I/O'))
     total = 0
     for name, runs, ns in sorted(rows, key=lambda r: -r[2]):

@@ -13,6 +13,7 @@
 #   stats                the exporter at its default with kernel.bpf_stats_enabled: each
 #                        program's run_time_ns (instructions under icount) and run_cnt
 #   stats1               the same at sample_every 1 (what a sampled command costs, by program)
+#   recstats             `record -s 8 --role=both` with kernel.bpf_stats_enabled, the same way
 # Writes icount.txt: "MODE PATH RW IOS LAT_NS_MEAN" lines, and stats*-*.json (bpftool prog).
 # ICOUNT_PATHS, ICOUNT_RWS and ICOUNT_MODES narrow it (the CI gate runs tcp randread only).
 . /opt/vm/lib.sh
@@ -23,10 +24,11 @@ PATHS=${ICOUNT_PATHS:-null tcp rdma}
 RWS=${ICOUNT_RWS:-randread randwrite}
 MODES=${ICOUNT_MODES:-none s1 default s8 s64 record biolatency none2 stats}
 conf IOS "$IOS"
-# stats and stats1 run randread only, once per path
-conf MODES "$(echo $MODES | tr ' ' '\n' | grep -v '^stats1*$' | tr '\n' ' ')"
+# stats, stats1 and recstats run randread only, once per path
+STATS_MODES='^\(stats1*\|recstats\)$'
+conf MODES "$(echo $MODES | tr ' ' '\n' | grep -v "$STATS_MODES" | tr '\n' ' ')"
 conf RUNS_PER_MODE $(($(echo $PATHS | wc -w) * $(echo $RWS | wc -w)))
-conf STATS_RUNS $(($(echo $PATHS | wc -w) * $(echo $MODES | tr ' ' '\n' | grep -c '^stats1*$')))
+conf STATS_RUNS $(($(echo $PATHS | wc -w) * $(echo $MODES | tr ' ' '\n' | grep -c "$STATS_MODES")))
 conf KERNEL "$(uname -r)"
 NULLB_ARGS="nr_devices=3 gb=1 irqmode=0"
 load_modules
@@ -97,9 +99,22 @@ with_tool() { # MODE LOG READY CMD...
 		before_deadline || die "$mode not ready after 600 s"
 		sleep 0.5
 	done
-	run_paths "$mode"
+	case $mode in *stats*) stats_paths "$mode" ;; *) run_paths "$mode" ;; esac
 	kill -INT $pid
 	wait $pid
+}
+
+# Each path's randread run between two snapshots of the programs' run counts and times (the
+# caller enabled kernel.bpf_stats_enabled): TAG-PATH-{before,after}.json.
+stats_paths() { # TAG
+	local all_paths=$PATHS all_rws=$RWS p
+	for p in $all_paths; do
+		bpftool -j prog show >"$R/$1-$p-before.json"
+		PATHS=$p RWS=randread
+		run_paths "$1"
+		bpftool -j prog show >"$R/$1-$p-after.json"
+	done
+	PATHS=$all_paths RWS=$all_rws
 }
 
 for mode in $MODES; do
@@ -111,6 +126,11 @@ for mode in $MODES; do
 	tp8) with_exporter tp8 8 tp_btf ;;
 	record) with_tool record "$R/record.log" recording \
 		$EXPORTER record --role=both -s 8 -o /tmp/icount.rec ;;
+	recstats)
+		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
+		with_tool recstats "$R/recstats.log" recording \
+			$EXPORTER record --role=both -s 8 -o /tmp/icount.rec
+		sysctl -w kernel.bpf_stats_enabled=0 >/dev/null ;;
 	biolatency) with_tool biolatency "$R/biolatency.log" prog:block_rq_comp /usr/sbin/biolatency ;;
 	stats | stats1)
 		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
@@ -118,14 +138,7 @@ for mode in $MODES; do
 		printf 'bpf:\n  mechanism: auto\n' >/tmp/icount.yml
 		[ $mode = stats1 ] && printf '  sample_every: 1\n' >>/tmp/icount.yml
 		EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter stats"
-		all_paths=$PATHS all_rws=$RWS
-		for p in $all_paths; do
-			bpftool -j prog show >"$R/$tag-$p-before.json"
-			PATHS=$p RWS=randread
-			run_paths $tag
-			bpftool -j prog show >"$R/$tag-$p-after.json"
-		done
-		PATHS=$all_paths RWS=$all_rws
+		stats_paths $tag
 		stop_exporter
 		EXPORTER_PID=
 		sysctl -w kernel.bpf_stats_enabled=0 >/dev/null ;;
