@@ -358,9 +358,22 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   e->hostnqn = host ? host + bpf_core_field_offset(struct nvmf_host___rec, nqn) : 0;
 }
 
+/* Whether `rq` may be an NVMe request, by its disk's name ("nvme*"), read with plain loads where
+ * `rq` is BTF-typed: block_rq_complete fires for every disk, and host_sampled() reads the
+ * driver data after struct request as an NVMe one (two bpf_probe_read_kernel calls; on another
+ * driver's request, of whatever that holds). Elsewhere host_sampled() decides alone. */
+static __always_inline bool maybe_nvme(struct request* rq, bool direct) {
+  struct gendisk* disk;
+  if (!direct || bpf_core_field_exists(((struct request___old*)0)->rq_disk)) return true;
+  disk = rq->q->disk;
+  return disk && disk->disk_name[0] == 'n' && disk->disk_name[1] == 'v' &&
+         disk->disk_name[2] == 'm' && disk->disk_name[3] == 'e';
+}
+
 static __always_inline void on_end(struct request* rq, bool direct) {
   struct rec_inflight* e;
   __u64 id;
+  if (!maybe_nvme(rq, direct)) return;
   id = as_id(rq, direct);
   if (!host_sampled(id)) return;
   e = stamp(id, NVMEOF_HP_END);
