@@ -172,11 +172,10 @@ static __always_inline void on_setup(struct request* rq, const void* cmd, bool d
     nv_host_setup(rq, c.id, c.tag, direct, false);
 }
 
-static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
+static __always_inline void on_rdma_sent(__u64 id, struct request* rq, bool direct) {
   struct nvmeof_cmd_way* w;
-  __u64 id = rdma_sent_rq(wc);
   struct cmd c;
-  if (!host_sampled((struct request*)id, id, false, &c)) return;
+  if (!host_sampled(rq, id, direct, &c)) return;
   w = tracked(&c);
   /* The response may be processed before the send completion is polled; then the send
    * completion is not a point between posted and response, and the span stays whole. */

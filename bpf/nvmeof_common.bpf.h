@@ -90,6 +90,17 @@ static __always_inline __u64 rq_from_pdu(__u64 pdu) {
   return pdu ? pdu - bpf_core_type_size(struct request) : 0;
 }
 
+/* bpf_rdonly_cast (6.2+; the verifier turns it into a move): a number as a read-only typed
+ * pointer, whose fields are then plain loads (one that faults reads 0), where a number needs a
+ * bpf_probe_read_kernel call per field (about 85 instructions under icount). vmlinux types
+ * only. Weak: where the kernel lacks it, the programs that call it are not loaded (the hook
+ * table's variants name it: collectors/bpf/nvmeof.cc), and libbpf leaves the call unresolved. */
+extern void* bpf_rdonly_cast(const void* obj, __u32 btf_id) __ksym __weak;
+
+static __always_inline struct request* rq_cast(__u64 rq) {
+  return (struct request*)bpf_rdonly_cast((const void*)rq, bpf_core_type_id_kernel(struct request));
+}
+
 /* The request's disk. Keyed by its address, not its dev_t: NVMe multipath path disks
  * (nvme0c1n1) are hidden and have no dev_t. */
 static __always_inline __u64 rq_disk(struct request* rq) {

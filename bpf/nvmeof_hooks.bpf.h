@@ -12,7 +12,8 @@
  *       request, the data and exec points of a target one: both objects only stamp there)
  *   void on_setup(struct request* rq, const void* cmd, bool direct)
  *       cmd: the built NVMe command (tracepoint variants), 0 at function entry (not built yet)
- *   void on_rdma_sent(struct ib_wc___nv* wc)  host capsule's send completion (RDMA)
+ *   void on_rdma_sent(__u64 id, struct request* rq, bool direct)
+ *       host capsule's send completion (RDMA)
  *   void on_complete_rq(struct request* rq, bool direct)
  *   void on_end(struct request* rq, bool direct)   the request's final completion
  *   void on_recv(void)                        target receive (RDMA): on this CPU, init follows
@@ -64,7 +65,18 @@ int BPF_KPROBE(nv_setup_kprobe, void* ns, struct request* rq) {
   return 0;
 }
 
+/* The driver hooks reach the struct request by container_of, as a number: the _cast variants
+ * read it with plain loads (rq_cast, 6.2+), the others through bpf_probe_read_kernel. */
+
 /* posted (RDMA): nvme_rdma_post_send(queue, &req->sqe, ...) right before ib_post_send(). */
+SEC("fentry/nvme_rdma_post_send")
+int BPF_PROG(nv_rdma_post_cast, void* queue, void* qe) {
+  __u64 rq =
+      rq_from_pdu(as_id(qe, true) - bpf_core_field_offset(struct nvme_rdma_request___nv, sqe));
+  if (rq) host_stamp(rq, rq_cast(rq), true, NVMEOF_HP_POSTED);
+  return 0;
+}
+
 SEC("fentry/nvme_rdma_post_send")
 int BPF_PROG(nv_rdma_post_fentry, void* queue, void* qe) {
   __u64 rq =
@@ -83,6 +95,13 @@ int BPF_KPROBE(nv_rdma_post_kprobe, void* queue, void* qe) {
 /* posted (TCP): the command PDU goes to the socket (6.12+: a function of its own; inlined in
  * 6.1, where driver submission merges with network and target). */
 SEC("fentry/nvme_tcp_try_send_cmd_pdu")
+int BPF_PROG(nv_tcp_post_cast, void* req) {
+  __u64 rq = rq_from_pdu(as_id(req, true));
+  if (rq) host_stamp(rq, rq_cast(rq), true, NVMEOF_HP_POSTED);
+  return 0;
+}
+
+SEC("fentry/nvme_tcp_try_send_cmd_pdu")
 int BPF_PROG(nv_tcp_post_fentry, void* req) {
   __u64 rq = rq_from_pdu(as_id(req, true));
   host_stamp(rq, (struct request*)rq, false, NVMEOF_HP_POSTED);
@@ -98,14 +117,23 @@ int BPF_KPROBE(nv_tcp_post_kprobe, void* req) {
 
 /* sent (RDMA): the command capsule's send completion. */
 SEC("fentry/nvme_rdma_send_done")
+int BPF_PROG(nv_rdma_sent_cast, void* cq, struct ib_wc___nv* wc) {
+  __u64 rq = rdma_sent_rq(wc);
+  if (rq) on_rdma_sent(rq, rq_cast(rq), true);
+  return 0;
+}
+
+SEC("fentry/nvme_rdma_send_done")
 int BPF_PROG(nv_rdma_sent_fentry, void* cq, struct ib_wc___nv* wc) {
-  on_rdma_sent(wc);
+  __u64 rq = rdma_sent_rq(wc);
+  on_rdma_sent(rq, (struct request*)rq, false);
   return 0;
 }
 
 SEC("kprobe/nvme_rdma_send_done")
 int BPF_KPROBE(nv_rdma_sent_kprobe, void* cq, struct ib_wc___nv* wc) {
-  on_rdma_sent(wc);
+  __u64 rq = rdma_sent_rq(wc);
+  on_rdma_sent(rq, (struct request*)rq, false);
   return 0;
 }
 

@@ -292,9 +292,8 @@ static __always_inline void on_setup(struct request* rq, const void* cmd, bool d
   if (bpf_map_update_elem(&rec_inflight, &id, &e, BPF_ANY)) count_event(NVMEOF_RCTR_INFLIGHT_FULL);
 }
 
-static __always_inline void on_rdma_sent(struct ib_wc___nv* wc) {
+static __always_inline void on_rdma_sent(__u64 id, struct request* rq, bool direct) {
   struct rec_inflight* e;
-  __u64 id = rdma_sent_rq(wc);
   if (!host_sampled(id)) return;
   e = bpf_map_lookup_elem(&rec_inflight, &id);
   if (e && !e->ts[NVMEOF_HP_RESPONSE] && !e->ts[NVMEOF_HP_SENT]) {

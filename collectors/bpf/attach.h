@@ -26,6 +26,8 @@ struct Variant {
   Mechanism mechanism;
   std::string_view target;   // kernel function (fentry, kprobe) or tracepoint (tp_btf, raw_tp)
   std::string_view program;  // program name in the skeleton
+  std::string_view kfunc = "";  // a kernel function the program calls, if any: the variant
+                                // needs it in the kernel's BTF (e.g. bpf_rdonly_cast, 6.2+)
 };
 
 // A point in the kernel a collector needs to see. Variants are in preference order: most

@@ -143,6 +143,12 @@ bool KernelProber::KallsymsHas(std::string_view symbol) {
 
 std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
   std::string target(v.target);
+  if (!v.kfunc.empty()) {
+    struct btf* b = Btf("");
+    if (!b) return "no kernel BTF";
+    if (btf__find_by_name_kind(b, std::string(v.kfunc).c_str(), BTF_KIND_FUNC) < 0)
+      return "kfunc " + std::string(v.kfunc) + " not in the kernel's BTF";
+  }
   switch (v.mechanism) {
     case Mechanism::kFentry: {
       struct btf* b = Btf(hook.module);

@@ -10,6 +10,10 @@ namespace nvmeof {
 
 namespace {
 using M = Mechanism;
+// The host driver hooks' first variants read the struct request they reach by container_of
+// with plain loads through bpf_rdonly_cast (6.2+), where the others call
+// bpf_probe_read_kernel (bpf/nvmeof_common.bpf.h rq_cast).
+constexpr std::string_view kRdonlyCast = "bpf_rdonly_cast";
 }  // namespace
 
 // size-exception: the hook table, one entry per hook with its variants in preference order.
@@ -33,19 +37,22 @@ const std::vector<HookSpec>& NvmeofHooks() {
       {.name = "nvme_rdma_post_send",
        .required = false,
        .module = "nvme_rdma",
-       .variants = {{M::kFentry, "nvme_rdma_post_send", "nv_rdma_post_fentry"},
+       .variants = {{M::kFentry, "nvme_rdma_post_send", "nv_rdma_post_cast", kRdonlyCast},
+                    {M::kFentry, "nvme_rdma_post_send", "nv_rdma_post_fentry"},
                     {M::kKprobe, "nvme_rdma_post_send", "nv_rdma_post_kprobe"}},
        .gate = "nvme_rdma"},
       {.name = "nvme_rdma_send_done",
        .required = false,
        .module = "nvme_rdma",
-       .variants = {{M::kFentry, "nvme_rdma_send_done", "nv_rdma_sent_fentry"},
+       .variants = {{M::kFentry, "nvme_rdma_send_done", "nv_rdma_sent_cast", kRdonlyCast},
+                    {M::kFentry, "nvme_rdma_send_done", "nv_rdma_sent_fentry"},
                     {M::kKprobe, "nvme_rdma_send_done", "nv_rdma_sent_kprobe"}},
        .gate = "nvme_rdma"},
       {.name = "nvme_tcp_try_send_cmd_pdu",
        .required = false,
        .module = "nvme_tcp",
-       .variants = {{M::kFentry, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_fentry"},
+       .variants = {{M::kFentry, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_cast", kRdonlyCast},
+                    {M::kFentry, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_fentry"},
                     {M::kKprobe, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_kprobe"}},
        .gate = "nvme_tcp"},
       {.name = "blk_mq_complete_request_remote",

@@ -3,6 +3,7 @@
 // objects share the NVMe-oF stage maps, and destruction detaches and unloads every program.
 #ifdef NVMEOF_HAVE_BPF
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -171,6 +172,30 @@ TEST(CountSlots, OwnedSlotsAddUpByKeyAcrossCpus) {
   EXPECT_EQ(counts.size(), 2u);
   EXPECT_EQ((counts[{1, 2, 3}]), 11u);
   EXPECT_EQ((counts[{4, 0, 0}]), 2u);
+}
+
+// A variant that calls a kfunc is planned only where the kernel's BTF has it, before any trial
+// load (the NVMe-oF host driver hooks' bpf_rdonly_cast variants, 6.2+).
+TEST(KernelProber, VariantNeedsItsKfuncInTheKernelsBtf) {
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) GTEST_SKIP() << "no /sys/kernel/btf/vmlinux";
+  int trials = 0;
+  KernelProber prober(Paths{}, [&](const Variant&, std::string*) { return ++trials, 0; });
+  const HookSpec hook{.name = "h", .required = false, .module = "", .variants = {}};
+  // raw_tp has no static check of its own: the kfunc check, then the trial decide.
+  const Variant missing{Mechanism::kRawTp, "block_rq_complete", "p", "bpf_no_such_kfunc"};
+  EXPECT_EQ(prober.Probe(hook, missing), "kfunc bpf_no_such_kfunc not in the kernel's BTF");
+  EXPECT_EQ(trials, 0);
+  const Variant plain{Mechanism::kRawTp, "block_rq_complete", "p"};
+  EXPECT_EQ(prober.Probe(hook, plain), "");
+  EXPECT_EQ(trials, 1);
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  const bool has_cast =
+      vmlinux && btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) >= 0;
+  btf__free(vmlinux);
+  if (!has_cast) GTEST_SKIP() << "kernel without bpf_rdonly_cast (before 6.2)";
+  const Variant cast{Mechanism::kRawTp, "block_rq_complete", "p", "bpf_rdonly_cast"};
+  EXPECT_EQ(prober.Probe(hook, cast), "");
+  EXPECT_EQ(trials, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(BpfKernel, BpfKernelTest,
