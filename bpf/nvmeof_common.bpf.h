@@ -121,11 +121,14 @@ static __always_inline __u64 nvmeof_rq_disk(struct request* rq, bool direct, voi
 
 /* The host request whose command capsule a send completion belongs to: the completion's ib_cqe
  * is the one embedded in the driver's request (nvme_rdma_request.sqe.cqe). */
-static __always_inline __u64 rdma_sent_rq(struct ib_wc___nv* wc) {
-  __u64 cqe = (__u64)BPF_CORE_READ(wc, wr_cqe);
+static __always_inline __u64 rdma_sent_rq_of(__u64 cqe) {
   __u64 req = cqe - bpf_core_field_offset(struct nvme_rdma_qe___nv, cqe) -
               bpf_core_field_offset(struct nvme_rdma_request___nv, sqe);
   return cqe ? rq_from_pdu(req) : 0;
+}
+
+static __always_inline __u64 rdma_sent_rq(struct ib_wc___nv* wc) {
+  return rdma_sent_rq_of((__u64)BPF_CORE_READ(wc, wr_cqe));
 }
 
 /* The nvmet_req inside an nvmet_rdma_rsp, from the completion's ib_cqe at `cqe_offset`. */

@@ -28,7 +28,8 @@
  * number cast back (raw_tp/kprobe arguments, or reached by container_of: bpf_probe_read_kernel;
  * core_shims.h).
  *
- * Every hook has fentry and kprobe variants, and the frame hooks (nvme_setup_cmd,
+ * Every hook has fentry and kprobe variants (the host driver hooks also a `_cast` fentry one,
+ * 6.2+, first), and the frame hooks (nvme_setup_cmd,
  * nvme_complete_rq, nvmet_req_init, nvmet_req_complete, block_rq_complete) tp_btf and raw_tp
  * ones; the exporter enables one variant per hook with set_autoload. tp_btf and fentry programs
  * test their pointer arguments for NULL first: since 6.12 the verifier types the arguments of
@@ -118,7 +119,9 @@ int BPF_KPROBE(nv_tcp_post_kprobe, void* req) {
 /* sent (RDMA): the command capsule's send completion. */
 SEC("fentry/nvme_rdma_send_done")
 int BPF_PROG(nv_rdma_sent_cast, void* cq, struct ib_wc___nv* wc) {
-  __u64 rq = rdma_sent_rq(wc);
+  /* A plain load: wr_cqe shares a union with the u64 wr_id, which the verifier's walk of
+   * ib_wc meets first, so the load is a number. */
+  __u64 rq = wc ? rdma_sent_rq_of((__u64)wc->wr_cqe) : 0;
   if (rq) on_rdma_sent(rq, rq_cast(rq), true);
   return 0;
 }
