@@ -323,7 +323,8 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   struct rec_inflight* e;
   struct blk_mq_hw_ctx* hctx;
   struct nvmeof_wire w = {};
-  __u64 disk = nvmeof_rq_disk(rq, direct, &rec_counters, SCRATCH_SLOT, &rec_counters_addr), id, host;
+  __u64 disk, id, host;
+  disk = nvmeof_rq_disk(rq, direct, &rec_counters, SCRATCH_SLOT, &rec_counters_addr);
   if (!disk) return;
   id = as_id(rq, direct);
   nreq = (struct nvme_request___rec*)(id + bpf_core_type_size(struct request));

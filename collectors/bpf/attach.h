@@ -24,8 +24,8 @@ bool ParseMechanism(std::string_view text, std::optional<Mechanism>* forced);
 // One way to attach a hook: a program of the skeleton and what it attaches to.
 struct Variant {
   Mechanism mechanism;
-  std::string_view target;   // kernel function (fentry, kprobe) or tracepoint (tp_btf, raw_tp)
-  std::string_view program;  // program name in the skeleton
+  std::string_view target;      // kernel function (fentry, kprobe) or tracepoint (tp_btf, raw_tp)
+  std::string_view program;     // program name in the skeleton
   std::string_view kfunc = "";  // a kernel function the program calls, if any: the variant
                                 // needs it in the kernel's BTF (e.g. bpf_rdonly_cast, 6.2+)
 };
