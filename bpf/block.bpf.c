@@ -51,7 +51,7 @@ struct {
 } block_hists SEC(".maps");
 
 /* Exact request counts, first stop: a slot per (disk, op) (count_cache.h); the `requests` of
- * block_hists takes the keys whose slot another owns. */
+ * block_hists takes the keys whose slots others own. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, NVMEOF_COUNT_SLOTS);

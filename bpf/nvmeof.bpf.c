@@ -49,7 +49,7 @@ struct {
 } nv_commands SEC(".maps");
 
 /* Exact command counts, first stop: a slot per series (count_cache.h); nv_commands takes the
- * series whose slot another owns. */
+ * series whose slots others own. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, NVMEOF_COUNT_SLOTS);

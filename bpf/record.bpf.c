@@ -99,7 +99,7 @@ struct {
 } rec_groups SEC(".maps");
 
 /* Exact group counts, first stop: a slot per group (count_cache.h); rec_groups takes the groups
- * whose slot another owns. */
+ * whose slots others own. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, NVMEOF_COUNT_SLOTS);
