@@ -74,7 +74,9 @@ AttachPlan PlanAttach(const std::vector<HookSpec>& hooks, std::optional<Mechanis
         hp.chosen = v;
         break;
       }
-      hp.rejected.emplace_back(v.mechanism, std::move(why));
+      // A variant that needs a kfunc is a cheaper form of the same mechanism's next one, which
+      // says whatever else is wrong: its refusal (e.g. a kernel before 6.2) is no finding.
+      if (v.kfunc.empty()) hp.rejected.emplace_back(v.mechanism, std::move(why));
     }
     if (!hp.chosen && forced && hp.rejected.empty()) {
       hp.rejected.emplace_back(*forced, "hook has no such variant");

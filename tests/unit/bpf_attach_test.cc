@@ -80,6 +80,28 @@ TEST(BpfAttachTest, FirstAttachableVariantWins) {
   EXPECT_EQ(plan.Programs(), (std::vector<std::string_view>{"submit_tp_btf", "mid_fentry"}));
 }
 
+TEST(BpfAttachTest, RefusedKfuncVariantIsNotReported) {
+  const std::vector<HookSpec> hooks = {
+      {"posted",
+       false,
+       "somemod",
+       {{Mechanism::kFentry, "f_post", "post_cast", "bpf_rdonly_cast"},
+        {Mechanism::kFentry, "f_post", "post_fentry"},
+        {Mechanism::kKprobe, "f_post", "post_kprobe"}}}};
+  FakeProber prober;
+  prober.refuse = {{"post_cast", "kfunc bpf_rdonly_cast not in the kernel's BTF"}};
+  AttachPlan plan = PlanAttach(hooks, std::nullopt, prober);
+  ASSERT_TRUE(plan.Find("posted")->chosen);
+  EXPECT_EQ(plan.Find("posted")->chosen->program, "post_fentry");
+  EXPECT_TRUE(plan.Find("posted")->rejected.empty());
+  // Where the plain variant is refused too, its own reason is the one listed.
+  prober.refuse["post_fentry"] = "f_post not in BTF";
+  plan = PlanAttach(hooks, std::nullopt, prober);
+  EXPECT_EQ(plan.Find("posted")->chosen->program, "post_kprobe");
+  ASSERT_EQ(plan.Find("posted")->rejected.size(), 1u);
+  EXPECT_EQ(plan.Find("posted")->rejected[0].second, "f_post not in BTF");
+}
+
 TEST(BpfAttachTest, MissingOptionalHookIsNotFatal) {
   FakeProber prober;
   prober.refuse = {{"mid_fentry", "no BTF for somemod"}, {"mid_kprobe", "no kprobe support"}};
