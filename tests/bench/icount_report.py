@@ -2,6 +2,7 @@
 """Tables of the icount bench (icount_bench.sh) from one guest's results; exit 1 on a miss.
 
 Usage: icount_report.py GUEST_DIR [BUDGET_RATIO]
+       icount_report.py --boots BUDGET_RATIO GUEST_DIR...   (each boot's costs, and their mean)
 
 icount.txt holds "MODE PATH RW IOS LAT_NS_MEAN" lines; under `-icount shift=0` a guest ns is one
 guest instruction, so LAT_NS_MEAN is instructions per I/O. stats-PATH-{before,after}.json are
@@ -18,15 +19,72 @@ TOLERANCE = {'null': 0.01, 'tcp': 0.01, 'rdma': 0.015}  # none vs none2, relativ
 WARMUP_IOS = 100  # unmeasured I/Os before each run (inside the stats bracket)
 
 
-def main():
-    d = sys.argv[1]
-    budget = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
-    env = dict(l.strip().split('=', 1) for l in open(os.path.join(d, 'scenario.env')) if '=' in l)
+def read_lat(d):
+    """{(mode, path, rw): instructions per I/O} of one guest's icount.txt."""
     lat = {}
     for line in open(os.path.join(d, 'icount.txt')):
         f = line.split()
         if len(f) == 5:
             lat[(f[0], f[1], f[2])] = float(f[4])
+    return lat
+
+
+def base_of(lat, p, rw, misses):
+    """No tool's latency: the mean of none and none2 (the first and the last run of the boot),
+    and a miss when the two differ by more than the path's tolerance."""
+    base, again = lat.get(('none', p, rw)), lat.get(('none2', p, rw))
+    if base is None or again is None:
+        return base
+    diff = abs(again - base) / base
+    if diff > TOLERANCE[p]:
+        misses.append('%s %s: none not reproducible (%.0f vs %.0f, %.2f%% > %.1f%%)'
+                      % (p, rw, base, again, 100 * diff, 100 * TOLERANCE[p]))
+    return (base + again) / 2
+
+
+def boots(budget, dirs):
+    """Several boots of one kernel: NVMe/RDMA over rxe moves by a few thousand instructions per
+    I/O between boots, biolatency's cost too (tests/bench/README.md), so its ratio is read from
+    the mean cost over boots. The budget applies to that mean; `none` to every boot."""
+    runs = [read_lat(d) for d in dirs]
+    misses = []
+    cost = {}  # (mode, path, rw) -> [cost in each boot that ran it]
+    for i, lat in enumerate(runs):
+        for p, rw in sorted({(k[1], k[2]) for k in lat}):
+            base = base_of(lat, p, rw, misses)
+            if base is None:
+                continue
+            for m in TOOLS:
+                if (m, p, rw) in lat:
+                    cost.setdefault((m, p, rw), []).append(lat[(m, p, rw)] - base)
+    print('mean cost over no tool across %d boots, instructions per I/O (ratio of the means to '
+          "biolatency's; min..max over the boots)" % len(runs))
+    for p, rw in sorted({(k[1], k[2]) for k in cost}, key=lambda k: ('null', 'tcp', 'rdma').index(k[0])):
+        bio = cost.get(('biolatency', p, rw))
+        bio_mean = sum(bio) / len(bio) if bio else None
+        for m in TOOLS:
+            c = cost.get((m, p, rw))
+            if not c:
+                continue
+            mean = sum(c) / len(c)
+            ratio = mean / bio_mean if bio_mean and bio_mean > 0 else None
+            print('%-5s %-9s %-10s %+7.0f %7s  (%+.0f..%+.0f, %d boots)' % (
+                p, rw, m, mean, '%.2fx' % ratio if ratio else '', min(c), max(c), len(c)))
+            if m == 'default' and p != 'null' and ratio and ratio > budget:
+                misses.append('%s %s: the default costs %.2fx biolatency over %d boots (budget '
+                              '%.2fx)' % (p, rw, ratio, len(c), budget))
+    for m in misses:
+        print('BUDGET MISSED: ' + m)
+    return 1 if misses else 0
+
+
+def main():
+    if sys.argv[1] == '--boots':
+        return boots(float(sys.argv[2]), sys.argv[3:])
+    d = sys.argv[1]
+    budget = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+    env = dict(l.strip().split('=', 1) for l in open(os.path.join(d, 'scenario.env')) if '=' in l)
+    lat = read_lat(d)
     paths = [p for p in ('null', 'tcp', 'rdma') if any(k[1] == p for k in lat)]
     # Every sample rate run (ICOUNT_MODES="... s16 s32"), in order, then the rest.
     rates = sorted({k[0] for k in lat if k[0][0] == 's' and k[0][1:].isdigit()} |
@@ -46,16 +104,9 @@ def main():
     print('%-5s %-9s %s' % ('path', 'rw', ''.join('%17s' % m for m in TOOLS)))
     for p in paths:
         for rw in rws:
-            base = lat.get(('none', p, rw))
-            again = lat.get(('none2', p, rw))
+            base = base_of(lat, p, rw, misses)
             if base is None:
                 continue
-            if again is not None:
-                diff = abs(again - base) / base
-                if diff > TOLERANCE[p]:
-                    misses.append('%s %s: none not reproducible (%.0f vs %.0f, %.2f%% > %.1f%%)'
-                                  % (p, rw, base, again, 100 * diff, 100 * TOLERANCE[p]))
-                base = (base + again) / 2  # the first and the last run of the boot
             for m in ('none2', 'biolatency'):
                 if ('default', p, rw) in lat and (m, p, rw) not in lat and p != 'null':
                     misses.append('%s %s: no %s run to compare with' % (p, rw, m))
@@ -76,6 +127,7 @@ def main():
                                   % (p, rw, cost / bio_cost, budget))
             print('%-5s %-9s %s' % (p, rw, ''.join(cells)))
     derived(lat, paths, rws)
+    tool_threads(d, int(env.get('IOS', '0') or 0))
     stats(d, paths)
     for m in misses:
         print('BUDGET MISSED: ' + m)
@@ -110,6 +162,26 @@ def derived(lat, paths, rws):
         print('%-5s %-9s %12s %12s %18s' % ('path', 'rw', 'unsampled', 'sampled', 'NVMe-oF unsampled'))
         for p, rw, u, c1, hooks in rows:
             print('%-5s %-9s %12.0f %12.0f %18s' % (p, rw, u, c1, hooks or '-'))
+
+
+def tool_threads(d, ios):
+    """The tool's own threads (user and kernel time from schedstat, instructions under icount)
+    during each measured run, per I/O: what it costs beside its programs (its reader, its
+    module watchers). The last try of each run, the one icount.txt keeps."""
+    try:
+        lines = open(os.path.join(d, 'icount-runs.txt')).read().splitlines()
+    except OSError:
+        return
+    last = {}
+    for x in lines:
+        f = x.split()
+        if len(f) >= 11 and f[9] == 'tool_ns' and f[0] not in ('none', 'none2'):
+            last[(f[0], f[1], f[2])] = int(f[10])
+    if not last or not ios:
+        return
+    print('\nthe tool\'s own threads during each run (schedstat), instructions per I/O')
+    for (m, p, rw), ns in last.items():
+        print('%-10s %-5s %-9s %8.0f' % (m, p, rw, ns / ios))
 
 
 def stats(d, paths):

@@ -43,8 +43,16 @@ case " $PATHS " in *" rdma "*)
 esac
 DEV_null=/dev/nullb2
 
+# Guest ns (instructions) the tool's own threads ran, user and kernel (/proc/PID/task/*/schedstat):
+# its reader and watcher threads, not its BPF programs, which run in the I/O's context.
+TOOL_PID=
+tool_ns() {
+	[ -n "$TOOL_PID" ] || { echo 0; return; }
+	cat /proc/$TOOL_PID/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'
+}
+
 run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
-	local p rw dev lat
+	local p rw dev lat t0
 	for p in $PATHS; do
 		eval dev=\$DEV_$p
 		for rw in $RWS; do
@@ -57,6 +65,7 @@ run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
 			# 240,000 over TCP, 340,000 over RDMA). Such a run is measured again (twice at most, each logged); a
 			# third stall is kept, and the report shows it.
 			for try in 1 2 3; do
+				t0=$(tool_ns)
 				fio --name=b --filename="$dev" --rw=$rw --bs=4k --direct=1 --ioengine=psync \
 					--iodepth=1 --number_ios="$IOS" --size=256m --randrepeat=1 \
 					--output-format=json --output=/tmp/fio.json || { fail "fio $1 $p $rw"; break; }
@@ -65,7 +74,8 @@ run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
 					split($0, a, ":"); m=a[2]} f && /"mean"/ {gsub(/[ ,]/, ""); split($0, a, ":");
 					if (a[2] + 0 > 0) {print a[2], m; exit} f=0}' /tmp/fio.json)
 				lat=${2:-0}
-				echo "$1 $p $rw try $try mean ${2:-?} max ${3:-?}" >>"$R/icount-runs.txt"
+				echo "$1 $p $rw try $try mean ${2:-?} max ${3:-?} tool_ns $(($(tool_ns) - t0))" \
+					>>"$R/icount-runs.txt"
 				[ "${3:-0}" -le 2000000 ] 2>/dev/null && break
 				echo "icount: $1 $p $rw: one I/O took ${3:-?} ns (a timer stall); run $try again" |
 					tee -a "$R/icount-stalls.txt"
@@ -79,9 +89,10 @@ with_exporter() { # MODE SAMPLE_EVERY ("": the default) [MECHANISM]
 	printf 'bpf:\n  mechanism: %s\n' "${3:-auto}" >/tmp/icount.yml
 	[ -z "$2" ] || printf '  sample_every: %s\n' "$2" >>/tmp/icount.yml
 	EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter $1"
+	TOOL_PID=$EXPORTER_PID
 	run_paths "$1"
 	stop_exporter
-	EXPORTER_PID=
+	EXPORTER_PID= TOOL_PID=
 }
 
 # A tool that runs until stopped: started, given time to load, measured, stopped with SIGINT.
@@ -99,7 +110,9 @@ with_tool() { # MODE LOG READY CMD...
 		before_deadline || die "$mode not ready after 600 s"
 		sleep 0.5
 	done
+	TOOL_PID=$pid
 	case $mode in *stats*) stats_paths "$mode" ;; *) run_paths "$mode" ;; esac
+	TOOL_PID=
 	kill -INT $pid
 	wait $pid
 }
@@ -138,9 +151,10 @@ for mode in $MODES; do
 		printf 'bpf:\n  mechanism: auto\n' >/tmp/icount.yml
 		[ $mode = stats1 ] && printf '  sample_every: 1\n' >>/tmp/icount.yml
 		EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter stats"
+		TOOL_PID=$EXPORTER_PID
 		stats_paths $tag
 		stop_exporter
-		EXPORTER_PID=
+		EXPORTER_PID= TOOL_PID=
 		sysctl -w kernel.bpf_stats_enabled=0 >/dev/null ;;
 	*) fail "unknown mode $mode" ;;
 	esac
