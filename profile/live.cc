@@ -85,22 +85,23 @@ std::string FrameMechanism(const AttachPlan& plan, bool host) {
 
 std::string OpName(std::uint8_t opcode) { return std::string(BlockOpName(nvme_op(opcode))); }
 
-Record FromKernel(const nvmeof_record& k, std::uint64_t* dropped) {
-  Record r;
+void FromKernel(const nvmeof_record& k, Record* out, std::uint64_t* dropped) {
+  Record& r = *out;
   r.role = k.role == NVMEOF_ROLE_HOST ? NVMEOF_ROLE_HOST : NVMEOF_ROLE_TARGET;
   r.transport = NvmeofTransportName(k.trtype);
-  r.op = OpName(k.opcode);
+  r.op = BlockOpName(nvme_op(k.opcode));
   r.size = k.bytes;
   r.qid = k.qid;
   r.cid = k.cid;
   r.cntlid = k.cntlid;
-  r.subsys = std::string(k.nqn, strnlen(k.nqn, sizeof k.nqn));
-  r.hostnqn = std::string(k.hostnqn, strnlen(k.hostnqn, sizeof k.hostnqn));
-  r.device = std::string(k.disk, strnlen(k.disk, sizeof k.disk));
+  r.subsys.assign(k.nqn, strnlen(k.nqn, sizeof k.nqn));
+  r.hostnqn.assign(k.hostnqn, strnlen(k.hostnqn, sizeof k.hostnqn));
+  r.device.assign(k.disk, strnlen(k.disk, sizeof k.disk));
   r.slba = k.slba;
   r.nlb = k.nlb;
   const size_t points =
       r.role == NVMEOF_ROLE_HOST ? size_t{NVMEOF_HP_COUNT} : size_t{NVMEOF_TP_COUNT};
+  r.ts.resize(points);
   std::uint64_t last = 0;
   for (size_t i = 0; i < points; ++i) {
     std::uint64_t t = k.ts[i];
@@ -109,9 +110,8 @@ Record FromKernel(const nvmeof_record& k, std::uint64_t* dropped) {
       ++*dropped;
     }
     if (t) last = t;
-    r.ts.push_back(t);
+    r.ts[i] = t;
   }
-  return r;
 }
 
 std::vector<TopGroup> LiveFrame(const std::vector<Record>& records,

@@ -22,9 +22,15 @@ namespace nvmeof::profile {
 // read, write, flush, discard, other: as the `op` label of /metrics.
 std::string OpName(std::uint8_t opcode);
 
-// A kernel record as format v1's Record. Points that go back in time (a hook seen out of
-// order) are dropped, so the file stays readable; *dropped counts them.
-Record FromKernel(const nvmeof_record& k, std::uint64_t* dropped);
+// A kernel record as format v1's Record, into *out (whose strings keep their capacity: `record`
+// converts one per sampled command beside the load). Points that go back in time (a hook seen
+// out of order) are dropped, so the file stays readable; *dropped counts them.
+void FromKernel(const nvmeof_record& k, Record* out, std::uint64_t* dropped);
+inline Record FromKernel(const nvmeof_record& k, std::uint64_t* dropped) {
+  Record r;
+  FromKernel(k, &r, dropped);
+  return r;
+}
 
 // One live frame: the records of an interval and the exact per-group command counts before and
 // after it (RecordSource::Groups), `seconds` apart. Groups as `top --from`'s: role, transport,

@@ -191,10 +191,12 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
   std::uint64_t start[NVMEOF_RCTR_COUNT] = {};
   load.source->Counters(start);
   std::uint64_t host_records = 0, target_records = 0, dropped = 0;
+  Record line;  // reused: no allocation per record
   auto on_record = [&](const nvmeof_record& k) {
     const bool is_host = k.role == NVMEOF_ROLE_HOST;
     if (is_host ? !want_host : !want_target) return;
-    WriteRecord(FromKernel(k, &dropped), is_host ? host_out : target_out);
+    FromKernel(k, &line, &dropped);
+    WriteRecord(line, is_host ? host_out : target_out);
     ++(is_host ? host_records : target_records);
   };
   err << "record: recording" << (duration ? " for " + std::to_string(duration) + " s" : "")

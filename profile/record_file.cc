@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <variant>
 
 namespace nvmeof::profile {
@@ -214,11 +215,11 @@ void WriteRecord(const Record& r, std::ostream& out) {
   thread_local Text transport, op, subsys, hostnqn, device;
   thread_local std::string line;
   char digits[24];
-  auto number = [&](const char* key, std::uint64_t v) {
+  auto number = [&](std::string_view key, std::uint64_t v) {
     line += key;
     line.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
   };
-  auto text = [&](const char* key, Text& cache, const std::string& v) {
+  auto text = [&](std::string_view key, Text& cache, const std::string& v) {
     line += key;
     line += cache.Of(v);
   };
