@@ -29,6 +29,15 @@ def read_lat(d):
     return lat
 
 
+def set_tools(lat):
+    """TOOLS and MODES for these runs: every sample rate run (ICOUNT_MODES="... s16 s32"), in
+    order, then the rest."""
+    rates = sorted({k[0] for k in lat if k[0][0] == 's' and k[0][1:].isdigit()} |
+                   {'s1', 's8', 's64'}, key=lambda m: int(m[1:]))
+    TOOLS[:] = rates + ['default', 'tp8', 'record', 'biolatency']
+    MODES[:] = ['none', 'none2'] + TOOLS
+
+
 def base_of(lat, p, rw, misses):
     """No tool's latency: the mean of none and none2 (the first and the last run of the boot),
     and a miss when the two differ by more than the path's tolerance."""
@@ -47,9 +56,10 @@ def boots(budget, dirs):
     I/O between boots, biolatency's cost too (tests/bench/README.md), so its ratio is read from
     the mean cost over boots. The budget applies to that mean; `none` to every boot."""
     runs = [read_lat(d) for d in dirs]
+    set_tools({k: v for lat in runs for k, v in lat.items()})
     misses = []
     cost = {}  # (mode, path, rw) -> [cost in each boot that ran it]
-    for i, lat in enumerate(runs):
+    for lat in runs:
         for p, rw in sorted({(k[1], k[2]) for k in lat}):
             base = base_of(lat, p, rw, misses)
             if base is None:
@@ -86,11 +96,7 @@ def main():
     env = dict(l.strip().split('=', 1) for l in open(os.path.join(d, 'scenario.env')) if '=' in l)
     lat = read_lat(d)
     paths = [p for p in ('null', 'tcp', 'rdma') if any(k[1] == p for k in lat)]
-    # Every sample rate run (ICOUNT_MODES="... s16 s32"), in order, then the rest.
-    rates = sorted({k[0] for k in lat if k[0][0] == 's' and k[0][1:].isdigit()} |
-                   {'s1', 's8', 's64'}, key=lambda m: int(m[1:]))
-    TOOLS[:] = rates + ['default', 'tp8', 'record', 'biolatency']
-    MODES[:] = ['none', 'none2'] + TOOLS
+    set_tools(lat)
     rws = [r for r in ('randread', 'randwrite') if any(k[2] == r for k in lat)]
     misses = []
     print('kernel %s, %s I/Os per run, fio psync QD1 4 KiB; instructions per I/O (fio mean '
