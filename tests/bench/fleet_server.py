@@ -284,6 +284,9 @@ class Fleet:
             time.sleep(max(0.05, self.t0 + (tick + 1) * self.tick - time.time()))
 
     def body(self, name, n, native):
+        """(body, native): native says whether the body is protobuf. A reference node (r*) is
+        text whatever was asked, and says so in its content type (a protobuf content type on a
+        text body is a failed scrape: "proto: wrong wireType")."""
         i = int(name[1:])
         kind, rclass = name[0], (i // 4) % len(RATES)
         native = native and kind != "r"
@@ -293,7 +296,29 @@ class Fleet:
             hit = self.cache.get(key)
         body = hit[1] if hit else self.render(key, int((time.time() - self.t0) / self.tick))
         return body.replace(SELF.encode(), name.encode()).replace(
-            PEER.encode(), peer_of(i, n).encode())
+            PEER.encode(), peer_of(i, n).encode()), native
+
+
+def wants_protobuf(headers):
+    """Whether the scraper's Accept header prefers the delimited MetricFamily protobuf format to
+    text (as the exporter decides: exporter/protobuf_exposition.cc PrefersProtobuf): what
+    Prometheus asks for with native histograms on (2.x) or PrometheusProto first in its
+    scrape_protocols (3.x)."""
+    proto_q = text_q = 0.0
+    for part in headers.get("Accept", "").split(","):
+        fields = [f.strip() for f in part.split(";")]
+        params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+        try:
+            q = float(params.get("q", "1"))
+        except ValueError:
+            q = 0.0
+        if (fields[0].lower() == "application/vnd.google.protobuf"
+                and params.get("proto") == "io.prometheus.client.MetricFamily"
+                and params.get("encoding") == "delimited"):
+            proto_q = max(proto_q, q)
+        elif fields[0].lower() == "text/plain" or fields[0] == "*/*":
+            text_q = max(text_q, q)
+    return proto_q > 0 and proto_q >= text_q
 
 
 def main():
@@ -326,8 +351,7 @@ def main():
                 if url.path != "/metrics" or not re.fullmatch(r"[htbr]\d{5}", name):
                     self.send_error(404)
                     return
-                native = "application/vnd.google.protobuf" in self.headers.get("Accept", "")
-                body = fleet.body(name, args.nodes, native)
+                body, native = fleet.body(name, args.nodes, wants_protobuf(self.headers))
                 ctype = ("application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily;"
                          " encoding=delimited" if native else "text/plain; version=0.0.4")
             self.send_response(200)
