@@ -7,9 +7,11 @@ and template variables stay consistent. Edit this file, then run:
     dashboards/generate.py           # rewrite the JSON files
     dashboards/generate.py --check   # exit 1 if a JSON file is not what this script generates
 
-Latency panels read native histograms and classic `_bucket` series alike (`quantile()` below;
-deploy/prometheus/nvmeof-recording.rules.yml says why the `or`). Every query uses the template variables as regular expressions (`=~"$var"`) so "All" (`.*`)
-also matches series without that label. Metric names: docs/metrics.md and deploy/README.md.
+Latency panels read the recorded series of deploy/prometheus/nvmeof-recording.rules.yml (rates,
+sums, counts and p99s recorded once per interval, on native and classic histograms alike), never a
+raw histogram; the one exception is the two end-to-end heatmaps of one instance, which need the
+distribution itself (`heatmap()` below). Every query uses the template variables as regular
+expressions (`=~"$var"`) so "All" (`.*`) also matches series without that label. Metric names: docs/metrics.md and deploy/README.md.
 """
 import json
 import os
@@ -123,31 +125,21 @@ class Dashboard:
 RI = "$__rate_interval"
 
 
-def quantile(phi, by, native, classic):
-    """phi-quantile of a histogram stored natively or as classic buckets: `native` and `classic`
-    are the two selectors (rule or rate); on one Prometheus one of them is empty. `or` outside
-    histogram_quantile, so where both exist the native one wins and no labelset is doubled."""
-    n = f"sum by ({by}) ({native})" if by else f"sum({native})"
-    c = f"sum by ({by + ', ' if by else ''}le) ({classic})"
-    return f"histogram_quantile({phi}, {n}) or histogram_quantile({phi}, {c})"
+def p99(by, metric, sel):
+    """The recorded p99 of METRIC (instance:METRIC:p99_5m: per namespace or NQN end to end, per
+    controller or NQN and stage for the stages, per disk (and stage) for the block layer),
+    grouped by `by` as a maximum: the worst of the series selected. p99s do not add up, so a
+    panel shows the worst series' p99, never a p99 rebuilt over several series."""
+    rec = f"instance:{metric}:p99_5m{{{sel}}}"
+    return f"max by ({by}) ({rec})" if by else f"max({rec})"
 
 
-def nvmeof_quantile(phi, by, metric, sel):
-    """phi-quantile of an NVMe-oF histogram: the raw native series over 5 minutes, or the
-    recorded classic buckets instance:METRIC_bucket:rate5m (no native recording rule: see
-    deploy/prometheus/nvmeof-recording.rules.yml)."""
-    return quantile(phi, by, f"rate({metric}{{{sel}}}[5m])",
-                    f"instance:{metric}_bucket:rate5m{{{sel}}}")
-
-
-def raw_quantile(phi, by, metric, sel):
-    """phi-quantile over a raw histogram: rate(METRIC) (native) or rate(METRIC_bucket)."""
-    return quantile(phi, by, f"rate({metric}{{{sel}}}[{RI}])", f"rate({metric}_bucket{{{sel}}}[{RI}])")
-
-
-def hist_sum(rate_of):
-    """The sum's rate of a raw histogram, native or classic: `rate_of(suffix)` builds the rate."""
-    return f"(histogram_sum({rate_of('')}) or {rate_of('_sum')})"
+def heatmap(metric, sel):
+    """The distribution of one instance's METRIC: the raw native histogram (Prometheus 2.42 cannot
+    record one, see nvmeof-recording.rules.yml; one instance's series, so cheap) or the recorded
+    classic bucket rates."""
+    return (f"sum(rate({metric}{{{sel}}}[5m])) or "
+            f"sum by (le) (instance:{metric}_bucket:rate5m{{{sel}}})")
 
 
 # NVMe-oF transports; pcie (local drives) and loop are shown apart.
@@ -235,19 +227,19 @@ def latency():
     d.row("At a glance")
     d.panel("stat", "Host IOPS", "NVMe-oF commands completed per second on the hosts (exact).",
             "iops", [f"sum(instance:nvmeof_commands:rate5m{{{H}}})"], w=5, h=4)
-    d.panel("stat", "Host p99", "End-to-end p99 on the hosts: block layer submission to "
-            "completion. " + SAMPLED, "s",
-            [nvmeof_quantile(0.99, "", "nvmeof_command_latency_seconds", H)],
+    d.panel("stat", "Host p99 (worst namespace)", "End-to-end p99 on the hosts, block layer "
+            "submission to completion, of the worst selected namespace. " + SAMPLED, "s",
+            [p99("", "nvmeof_command_latency_seconds", H)],
             w=5, h=4)
     d.panel("stat", "Target IOPS", "NVMe-oF commands completed per second on the targets.",
             "iops", [f"sum(instance:nvmeof_commands:rate5m{{{T}}})"], w=5, h=4)
-    d.panel("stat", "Target p99", "End-to-end p99 on the targets: capsule received to response "
-            "sent. " + SAMPLED, "s",
-            [nvmeof_quantile(0.99, "", "nvmeof_command_latency_seconds", T)],
+    d.panel("stat", "Target p99 (worst subsystem)", "End-to-end p99 on the targets, capsule "
+            "received to response sent, of the worst selected subsystem. " + SAMPLED, "s",
+            [p99("", "nvmeof_command_latency_seconds", T)],
             w=5, h=4)
     d.panel("stat", "Network estimate (max)",
-            "Largest estimated network time over hosts and subsystems: host mean 'network and "
-            "target' minus the target's mean residence (recording rule "
+            "Largest estimated network time over hosts and subsystems: host mean round trip "
+            "minus the target's mean residence (recording rule "
             "instance_nqn:nvmeof_network_estimate_seconds:mean5m).", "s",
             ['max(instance_nqn:nvmeof_network_estimate_seconds:mean5m{instance=~"$instance", '
              'transport=~"$transport", op=~"$op"})'], w=4, h=4)
@@ -284,10 +276,11 @@ def latency():
     for role, sel, who in (("host", HS, "Host"), ("target", T, "Target")):
         d.row(f"{who} stages")
         d.panel("timeseries", f"{who} p99 by stage",
-                f"p99 of each {role} stage: one glance shows which stage moved. " + SAMPLED, "s",
-                [(nvmeof_quantile(0.99, "stage", STG, sel), "{{stage}}")])
-        d.panel("timeseries", f"{who} p50 by stage", f"Median of each {role} stage.", "s",
-                [(nvmeof_quantile(0.50, "stage", STG, sel), "{{stage}}")])
+                f"p99 of each {role} stage as served (default tier: block_submit, round_trip, "
+                "block_complete on hosts, residence on targets; transport tier: its finer "
+                "stages), of the worst selected controller or subsystem and op: one glance shows "
+                "which stage moved. " + SAMPLED, "s",
+                [(p99("stage", STG, sel), "{{stage}}")])
         d.panel("timeseries", f"{who}: mean time per command by stage (stacked)",
                 f"Time per command in each {role} stage (stage time / commands timed end to end), "
                 f"stacked: the stages add up to the {role}'s end-to-end mean, also where a command "
@@ -307,17 +300,17 @@ def latency():
                     "p99 of each host stage per controller (one path to one subsystem), to find "
                     "the controller whose stage moved. At bpf.stage_detail: node there is no "
                     "controller label: one line per stage. " + SAMPLED, "s",
-                    [(nvmeof_quantile(0.99, "instance, controller, stage", STG, sel),
+                    [(p99("instance, controller, stage", STG, sel),
                       "{{instance}} {{controller}} {{stage}}")], w=24)
 
     d.row("End to end")
     d.panel("timeseries", "Host p99 by namespace",
             "End-to-end p99 per namespace block device (all its paths). " + SAMPLED, "s",
-            [(nvmeof_quantile(0.99, "instance, nvme_namespace, op", "nvmeof_command_latency_seconds", H),
+            [(p99("instance, nvme_namespace, op", "nvmeof_command_latency_seconds", H),
               "{{instance}} {{nvme_namespace}} {{op}}")])
     d.panel("timeseries", "Target p99 by subsystem",
             "Target end-to-end p99 per subsystem. " + SAMPLED, "s",
-            [(nvmeof_quantile(0.99, "instance, nqn, op", "nvmeof_command_latency_seconds", T),
+            [(p99("instance, nqn, op", "nvmeof_command_latency_seconds", T),
               "{{instance}} {{nqn}} {{op}}")])
     d.panel("timeseries", "Host IOPS by namespace", "Commands per second per namespace (exact).",
             "iops", [(f"sum by (instance, nvme_namespace, op) (instance:nvmeof_commands:rate5m{{{H}}})",
@@ -326,31 +319,51 @@ def latency():
             "iops", [(f"sum by (instance, nqn, op) (instance:nvmeof_commands:rate5m{{{T}}})",
                       "{{instance}} {{nqn}} {{op}}")])
     d.panel("timeseries", "Network estimate",
-            "Host mean 'network and target' (posted to response received) minus the target's "
-            "mean residence (received to nvmet_req_complete) for the same subsystem NQN: the network both ways plus what the "
-            "target does before its first and after its last hook. Needs the recording rules "
+            "Host mean round trip (nvme_setup_cmd to nvme_complete_rq; in the transport tier its "
+            "driver_submit, network_and_target and host_receive) minus the target's mean "
+            "residence (nvmet_req_init to nvmet_req_complete) for the same subsystem NQN: the "
+            "network both ways, the host driver and receive path, and what the target does "
+            "before nvmet_req_init and after nvmet_req_complete. The same in both tiers. Needs the recording rules "
             "of deploy/prometheus and both exporters in the same Prometheus.", "s",
             [('instance_nqn:nvmeof_network_estimate_seconds:mean5m{job=~"$job", instance=~"$instance", '
               'transport=~"$transport", op=~"$op"}', "network {{instance}} {{nqn}} {{op}}"),
-             ('instance_nqn:nvmeof_host_network_and_target_seconds:mean5m{job=~"$job", instance=~"$instance", '
-              'transport=~"$transport", op=~"$op"}',
-              "host network+target {{instance}} {{nqn}} {{op}}"),
+             ('instance_nqn:nvmeof_host_span_seconds:mean5m{span="round_trip", job=~"$job", '
+              'instance=~"$instance", transport=~"$transport", op=~"$op"}',
+              "host round trip {{instance}} {{nqn}} {{op}}"),
              ('nqn:nvmeof_target_residence_seconds:mean5m{transport=~"$transport", '
               'nqn=~"$nqn", op=~"$op"}', "target {{nqn}} {{op}}")], w=24)
+    d.panel("timeseries", "Where the time goes: host, network, target, drive",
+            "Mean time per command per subsystem NQN and op, in four parts that add up to the "
+            "host's end-to-end mean, in either hook tier: host = its block layer (block_submit + "
+            "block_complete); network = the estimate above; target = its residence minus the "
+            "drive; drive = the block `device` stage of the target's backing disks (each "
+            "namespace's device_path joined to the block series of the target node: "
+            "nqn:nvmeof_target_drive_seconds:mean5m). Where no backing disk is traced (a "
+            "partition, /dev/mapper path or a disk outside bpf.block_devices), target shows the "
+            "whole residence and drive is absent.", "s",
+            [('instance_nqn:nvmeof_host_span_seconds:mean5m{span="host", job=~"$job", '
+              'instance=~"$instance", transport=~"$transport", op=~"$op"}',
+              "host {{instance}} {{nqn}} {{op}}"),
+             ('instance_nqn:nvmeof_network_estimate_seconds:mean5m{job=~"$job", instance=~"$instance", '
+              'transport=~"$transport", op=~"$op"}', "network {{instance}} {{nqn}} {{op}}"),
+             ('(nqn:nvmeof_target_residence_seconds:mean5m{transport=~"$transport", nqn=~"$nqn", op=~"$op"} '
+              '- ignoring (transport) group_left nqn:nvmeof_target_drive_seconds:mean5m) or '
+              'nqn:nvmeof_target_residence_seconds:mean5m{transport=~"$transport", nqn=~"$nqn", op=~"$op"}',
+              "target {{nqn}} {{op}}"),
+             ('nqn:nvmeof_target_drive_seconds:mean5m{nqn=~"$nqn", op=~"$op"}', "drive {{nqn}} {{op}}")],
+            w=24)
     d.panel("heatmap", "Host end-to-end latency",
             "Distribution of host end-to-end latency over time (all selected devices).", "s",
-            [f"sum(rate(nvmeof_command_latency_seconds{{{H}}}[5m])) or "
-             f"sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{H}}})"])
+            [heatmap("nvmeof_command_latency_seconds", H)])
     d.panel("heatmap", "Target end-to-end latency",
             "Distribution of target end-to-end latency over time (all selected subsystems).", "s",
-            [f"sum(rate(nvmeof_command_latency_seconds{{{T}}}[5m])) or "
-             f"sum by (le) (instance:nvmeof_command_latency_seconds_bucket:rate5m{{{T}}})"])
+            [heatmap("nvmeof_command_latency_seconds", T)])
 
     d.row("Local PCIe NVMe drives (not NVMe-oF)")
     d.panel("timeseries", "Local PCIe p99 by namespace",
             "End-to-end p99 of local PCIe NVMe namespaces, apart from the fabric numbers "
             "above. " + SAMPLED, "s",
-            [(nvmeof_quantile(0.99, "instance, nvme_namespace, op", "nvmeof_command_latency_seconds", L),
+            [(p99("instance, nvme_namespace, op", "nvmeof_command_latency_seconds", L),
               "{{instance}} {{nvme_namespace}} {{op}}")])
     d.panel("timeseries", "Local PCIe IOPS by namespace", "Commands per second per local "
             "namespace (exact).", "iops",
@@ -361,22 +374,20 @@ def latency():
     d.panel("timeseries", "Block p99 by device and stage",
             "Block-layer stages of every block device on the node: queue = allocated to issued "
             "to the driver, device = issued to completed. " + SAMPLED, "s",
-            [(raw_quantile(0.99, "instance, disk, stage", "nvmeof_block_stage_latency_seconds", B),
+            [(p99("instance, disk, stage", "nvmeof_block_stage_latency_seconds", B),
               "{{instance}} {{disk}} {{stage}}")])
-    d.panel("timeseries", "Block p99 and p50 by device",
-            "Block-layer request latency, allocated to completed. " + SAMPLED, "s",
-            [(raw_quantile(0.99, "instance, disk", "nvmeof_block_latency_seconds", B),
-              "p99 {{instance}} {{disk}}"),
-             (raw_quantile(0.50, "instance, disk", "nvmeof_block_latency_seconds", B),
-              "p50 {{instance}} {{disk}}")])
+    d.panel("timeseries", "Block p99 by device",
+            "Block-layer request latency, allocated to completed (worst op). " + SAMPLED, "s",
+            [(p99("instance, disk", "nvmeof_block_latency_seconds", B),
+              "p99 {{instance}} {{disk}}")])
     d.panel("timeseries", "Block IOPS", "Block requests completed per second (exact).", "iops",
-            [(f"sum by (instance, disk, op) (rate(nvmeof_block_requests_total{{{B}}}[{RI}]))",
+            [(f"sum by (instance, disk, op) (instance:nvmeof_block_requests:rate5m{{{B}}})",
               "{{instance}} {{disk}} {{op}}")])
     d.panel("timeseries", "Block queue depth by stage (Little's law)",
             "Average requests in each block-layer stage.", "short",
             [(f"sum by (instance, disk, stage) ("
-              + hist_sum(lambda s: f"rate(nvmeof_block_stage_latency_seconds{s}{{{B}}}[{RI}])")
-              + " * on (instance, job) group_left nvmeof_exporter_bpf_sample_every)",
+              f"instance:nvmeof_block_stage_latency_seconds_sum:rate5m{{{B}}}"
+              " * on (instance, job) group_left nvmeof_exporter_bpf_sample_every)",
               "{{instance}} {{disk}} {{stage}}")])
     return d
 
@@ -642,8 +653,8 @@ def fleet():
     J = 'job=~"$job"'
     d.row("Worst first")
     d.panel("table", "Worst nodes by stage p99", "Per role, transport and stage, the 10 nodes "
-            "with the highest p99 of that stage over 5 minutes (both ops, all controllers or "
-            "subsystems of the node). Open the NVMe-oF latency dashboard on the instance.", "s",
+            "with the highest p99 of that stage over 5 minutes (the node's worst controller or "
+            "subsystem and op). Open the NVMe-oF latency dashboard on the instance.", "s",
             [f"sort_desc(stage:nvmeof_stage_latency_seconds:p99_5m_top10{{{J}}})"], w=12, h=10)
     d.panel("table", "Subsystems by network estimate", "Per subsystem NQN, transport and op: "
             "the network estimate (host's network-and-target time minus the target's "

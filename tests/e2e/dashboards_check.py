@@ -29,6 +29,10 @@
   dashboards_check.py recording-rules RECORDING_RULES ALERT_RULES... DASHBOARD_DIR
       every recording rule is named level:metric:operations and is read by a dashboard or an
       alert.
+  dashboards_check.py recorded-first RULES_FILE... DASHBOARD_DIR
+      no alert or rule of RULES_FILE and no dashboard panel reads a raw latency histogram
+      (recorded first: only nvmeof-recording.rules.yml does); heatmap panels, which need the
+      distribution itself, are the exception.
 """
 import glob
 import json
@@ -444,7 +448,34 @@ def recording_rules(rules_file, alert_files, directory):
     return fail_list(problems)
 
 
+RAW_HISTOGRAM = re.compile(
+    r"(?<![\w:])nvmeof_(?:command|stage|block_stage|block)_latency_seconds(?:_bucket|_sum|_count)?\b")
+
+
+def recorded_first(rule_files, directory):
+    problems, n = [], 0
+    for f in rule_files:
+        for m in re.finditer(r"^\s*- (alert|record):\s*(\S+)\n\s*expr:\s*(\|\n(?:\s{10,}.*\n?)+|.*)",
+                             open(f).read(), re.M):
+            n += 1
+            if RAW_HISTOGRAM.search(m.group(3)):
+                problems.append(f"{os.path.basename(f)}: {m.group(2)} reads a raw histogram")
+    for name, d in load_dashboards(directory):
+        for p in all_panels(d):
+            if p.get("type") == "heatmap":
+                continue
+            for t in p.get("targets", []):
+                n += 1
+                if RAW_HISTOGRAM.search(t["expr"]):
+                    problems.append(f"{name} panel '{p['title']}' reads a raw histogram: {t['expr']}")
+    if not problems:
+        print(f"ok: recorded first: {n} rules and panel queries read no raw latency histogram")
+    return fail_list(problems)
+
+
 def main(argv):
+    if len(argv) >= 3 and argv[0] == "recorded-first":
+        return recorded_first(argv[1:-1], argv[-1])
     if len(argv) >= 4 and argv[0] == "recording-rules":
         return recording_rules(argv[1], argv[2:-1], argv[-1])
     if len(argv) >= 2 and argv[0] == "lint":

@@ -295,9 +295,13 @@ def main():
                 rows[m.group(1)].append((dict(labels, **inst[0]), m.group(3)))
         for family, r in rows.items():
             gauge_family(out, family, r, ts)
+    disks = backing_disks(out, inst[1], args.end - DAY - 3600, args.end - 20 * 60, ts)
     emit_lifecycle(out, inst[0], inst[1], args.end, ts)
     if args.with_bpf:
-        emit_bpf(out, inst[0], args, ts)
+        emit_bpf(out, inst[0], args, ts, disks)
+    else:
+        histogram_family(out, "nvmeof_block_stage_latency_seconds", disks[0], ts)
+        counter_family(out, "nvmeof_block_requests", disks[1], ts)
     if args.vm_replay:
         replay(out, args, ts)
     out.append("# EOF")
@@ -528,8 +532,30 @@ def serve(path):
     serve_metrics(respond, threaded=True)
 
 
-def emit_bpf(out, inst, args, ts):
-    """eBPF self-metrics and block-layer histograms of the host (fallback only)."""
+def backing_disks(out, inst, t0, t_change, ts):
+    """The target's backing disks: each subsystem's namespace (nvmeof_target_namespace_info with
+    its device_path) on its own disk, whose block `device` stage takes 80% of the target's
+    storage stage (the drive; the rest is the target's block layer): what the drive-time rule
+    joins through device_path. Emits the info metric; returns the block series (stage
+    histograms, request counters) for the caller to emit with the host's, one family each."""
+    info, blk_stage, reqs = [], [], []
+    for i, (_, _, transport, nqn, _, ops) in enumerate(HOST_DEVICES):
+        disk = f"nvme{9 - i}n1"
+        info.append((dict(inst, nqn=nqn, nsid="1", device_path=f"/dev/{disk}", device_uuid=f"u{i}",
+                          ana_grpid="1"), 1))
+        for op, iops in ops.items():
+            m = TARGET_MEANS[(transport, op)]["storage"] * 0.8e-6
+            new_m = m * (REGRESSED[3] if REGRESSED[:2] == (nqn, op) else 1)
+            lab = dict(inst, disk=disk, op=op)
+            blk_stage.append(Series(dict(lab, stage="device"), iops, Dist(m), Dist(new_m), t0, t_change))
+            reqs.append(Series(lab, iops, None, None, t0, t_change))
+    gauge_family(out, "nvmeof_target_namespace_info", info, ts)
+    return blk_stage, reqs
+
+
+def emit_bpf(out, inst, args, ts, disks=((), ())):
+    """eBPF self-metrics and block-layer histograms of the host (fallback only), with the
+    target's backing disks (`disks`, from backing_disks)."""
     t0 = args.end - DAY - 3600
     gauge_family(out, "nvmeof_exporter_bpf_available", [(dict(inst, reason="ok"), 1)], ts)
     gauge_family(out, "nvmeof_exporter_bpf_hook_attached",
@@ -549,7 +575,7 @@ def emit_bpf(out, inst, args, ts):
         for t in ts:
             out.append(f"nvmeof_exporter_bpf_program_run_seconds_total{lab} "
                        f"{s.count(t) * 6e-7:.6f} {t:.3f}")
-    blk, blk_stage, reqs = [], [], []
+    blk, blk_stage, reqs = [], list(disks[0]), list(disks[1])
     for dev, _, _, _, _, ops in HOST_DEVICES:
         for op, iops in ops.items():
             lab = dict(inst, disk=dev, op=op)
