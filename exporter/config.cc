@@ -28,7 +28,8 @@ const std::vector<FlagSpec>& ExporterFlags() {
       {"web.max-connections", FlagSpec::kValue,
        "Open HTTP connections; more are refused. Default 512."},
       {"web.connection-timeout", FlagSpec::kValue,
-       "Seconds before an idle or slow connection is closed. Default 10."},
+       "Seconds before an idle or slow connection is closed; keep it above the scrape\n"
+       "interval, so that scrapers reuse their connection. Default 120."},
       {"web.scrape-timeout", FlagSpec::kValue,
        "Longest a scrape may take, in seconds (10, 2.5s); X-Prometheus-Scrape-Timeout-Seconds\n"
        "less a margin shortens it. Collectors not done by then are left out. Default 10."},
@@ -40,6 +41,9 @@ const std::vector<FlagSpec>& ExporterFlags() {
       {"path.configfs", FlagSpec::kValue, "configfs mount point. Default /sys/kernel/config."},
       {"bpf.mechanism", FlagSpec::kValue,
        "Force one attach mechanism: auto|fentry|kprobe|tp_btf|raw_tp."},
+      {"bpf.transport-stages", FlagSpec::kSwitch,
+       "NVMe-oF stages: add the transport tier (transport drivers' function hooks), which\n"
+       "splits round_trip and residence into transport stages. Costs about as much again."},
       {"bpf.btf-path", FlagSpec::kValue,
        "External BTF file or directory for kernels/modules without BTF."},
       {"log.level", FlagSpec::kValue, "debug|info|warn|error. Default info."},
@@ -277,6 +281,7 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
     }
     options->collector.bpf.mechanism = *v;
   }
+  if (parsed.On("bpf.transport-stages")) options->collector.bpf.transport_stages = true;
   if (auto v = get("bpf.btf-path")) {
     if (!Exists(*v)) {
       *error = "--bpf.btf-path: \"" + *v + "\" does not exist";

@@ -56,7 +56,7 @@ const HookPlan* AttachPlan::Find(std::string_view hook) const {
 std::vector<std::string_view> AttachPlan::Programs() const {
   std::vector<std::string_view> out;
   for (const auto& h : hooks) {
-    if (h.chosen) out.push_back(h.chosen->program);
+    if (h.chosen && !h.tier_off) out.push_back(h.chosen->program);
   }
   return out;
 }
@@ -163,21 +163,22 @@ void PrintProbe(const Availability& availability, const AttachPlan& plan, std::o
   out << "\n";
   if (plan.hooks.empty()) return;
   out << std::left << std::setw(32) << "HOOK" << std::setw(9) << "STATUS" << std::setw(11)
-      << "MECHANISM" << std::setw(10) << "REQUIRED"
+      << "MECHANISM" << std::setw(10) << "REQUIRED" << std::setw(11) << "TIER"
       << "NOTES\n";
   for (const auto& h : plan.hooks) {
-    std::string notes = h.waiting;
+    std::string notes = h.tier_off ? "off: bpf.transport_stages is false" : h.waiting;
     for (const auto& [m, why] : h.rejected) {
       if (!notes.empty()) notes += "; ";
       notes += std::string(MechanismName(m)) + ": " + why;
     }
     std::ostringstream line;
     line << std::left << std::setw(32) << h.hook->name << std::setw(9)
-         << (h.chosen            ? "ok"
+         << (h.chosen            ? (h.tier_off ? "off" : "ok")
              : h.waiting.empty() ? "missing"
                                  : "waiting")
          << std::setw(11) << (h.chosen ? MechanismName(h.chosen->mechanism) : "-") << std::setw(10)
-         << (h.hook->required ? "yes" : "no") << notes;
+         << (h.hook->required ? "yes" : "no") << std::setw(11)
+         << (h.hook->transport_tier ? "transport" : "default") << notes;
     std::string text = line.str();
     text.erase(text.find_last_not_of(' ') + 1);
     out << text << "\n";

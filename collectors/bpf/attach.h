@@ -41,6 +41,9 @@ struct HookSpec {
   // The hook only matters while this module is loaded ("" = always): it is planned and
   // reported once the module is there, and attached then if it came later.
   std::string_view gate = "";
+  // Of the transport tier (a transport driver's function): planned only with
+  // bpf.transport_stages; the default tier is the kernel's tracepoints.
+  bool transport_tier = false;
 };
 
 // Can this variant attach here? The real prober checks what it can statically (BTF, kprobe
@@ -59,6 +62,8 @@ struct HookPlan {
   std::vector<std::pair<Mechanism, std::string>> rejected;
   // Not planned yet, and why ("module nvme_rdma not loaded"): attached once that changes.
   std::string waiting;
+  // `probe` only: the variant that would attach, for a hook whose tier is off.
+  bool tier_off = false;
 };
 
 struct AttachPlan {

@@ -23,7 +23,8 @@ const std::vector<HookSpec>& NvmeofHooks() {
   // fentry pins the driver's module (kernel 6.0+): the host transports' hooks are released while
   // no controller uses them (ReleasableTransport), so `rmmod nvme_rdma` works after a disconnect.
   // kprobes first would not pin, but tearing them down under I/O panicked the 6.1 and 6.12 VM
-  // kernels (docs/metrics.md "NVMe-oF stages").
+  // kernels (docs/metrics.md "NVMe-oF stages"). Driver hooks are the transport tier: planned only
+  // with bpf.transport_stages (DESIGN "The stage model").
   static const std::vector<HookSpec> hooks = {
       // host
       {.name = kHookNvmeSetupCmd,
@@ -40,27 +41,31 @@ const std::vector<HookSpec>& NvmeofHooks() {
        .variants = {{M::kFentry, "nvme_rdma_post_send", "nv_rdma_post_cast", kRdonlyCast},
                     {M::kFentry, "nvme_rdma_post_send", "nv_rdma_post_fentry"},
                     {M::kKprobe, "nvme_rdma_post_send", "nv_rdma_post_kprobe"}},
-       .gate = "nvme_rdma"},
+       .gate = "nvme_rdma",
+       .transport_tier = true},
       {.name = "nvme_rdma_send_done",
        .required = false,
        .module = "nvme_rdma",
        .variants = {{M::kFentry, "nvme_rdma_send_done", "nv_rdma_sent_cast", kRdonlyCast},
                     {M::kFentry, "nvme_rdma_send_done", "nv_rdma_sent_fentry"},
                     {M::kKprobe, "nvme_rdma_send_done", "nv_rdma_sent_kprobe"}},
-       .gate = "nvme_rdma"},
+       .gate = "nvme_rdma",
+       .transport_tier = true},
       {.name = "nvme_tcp_try_send_cmd_pdu",
        .required = false,
        .module = "nvme_tcp",
        .variants = {{M::kFentry, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_cast", kRdonlyCast},
                     {M::kFentry, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_fentry"},
                     {M::kKprobe, "nvme_tcp_try_send_cmd_pdu", "nv_tcp_post_kprobe"}},
-       .gate = "nvme_tcp"},
+       .gate = "nvme_tcp",
+       .transport_tier = true},
       {.name = "blk_mq_complete_request_remote",
        .required = false,
        .module = "",
        .variants = {{M::kFentry, "blk_mq_complete_request_remote", "nv_response_fentry"},
                     {M::kKprobe, "blk_mq_complete_request_remote", "nv_response_kprobe"}},
-       .gate = "nvme_core"},
+       .gate = "nvme_core",
+       .transport_tier = true},
       {.name = "nvme_complete_rq",
        .required = true,
        .module = "nvme_core",
@@ -83,13 +88,15 @@ const std::vector<HookSpec>& NvmeofHooks() {
        .module = "nvmet_rdma",
        .variants = {{M::kFentry, "nvmet_rdma_recv_done", "nv_t_rdma_recv_fentry"},
                     {M::kKprobe, "nvmet_rdma_recv_done", "nv_t_rdma_recv_kprobe"}},
-       .gate = "nvmet_rdma"},
+       .gate = "nvmet_rdma",
+       .transport_tier = true},
       {.name = "nvmet_tcp_data_ready",
        .required = false,
        .module = "nvmet_tcp",
        .variants = {{M::kFentry, "nvmet_tcp_data_ready", "nv_t_tcp_recv_fentry"},
                     {M::kKprobe, "nvmet_tcp_data_ready", "nv_t_tcp_recv_kprobe"}},
-       .gate = "nvmet_tcp"},
+       .gate = "nvmet_tcp",
+       .transport_tier = true},
       {.name = "nvmet_req_init",
        .required = true,
        .module = "nvmet",
@@ -103,19 +110,22 @@ const std::vector<HookSpec>& NvmeofHooks() {
        .module = "nvmet_rdma",
        .variants = {{M::kFentry, "nvmet_rdma_read_data_done", "nv_t_rdma_data_fentry"},
                     {M::kKprobe, "nvmet_rdma_read_data_done", "nv_t_rdma_data_kprobe"}},
-       .gate = "nvmet_rdma"},
+       .gate = "nvmet_rdma",
+       .transport_tier = true},
       {.name = "nvmet_bdev_execute_rw",
        .required = false,
        .module = "nvmet",
        .variants = {{M::kFentry, "nvmet_bdev_execute_rw", "nv_t_bdev_exec_fentry"},
                     {M::kKprobe, "nvmet_bdev_execute_rw", "nv_t_bdev_exec_kprobe"}},
-       .gate = "nvmet"},
+       .gate = "nvmet",
+       .transport_tier = true},
       {.name = "nvmet_file_execute_rw",
        .required = false,
        .module = "nvmet",
        .variants = {{M::kFentry, "nvmet_file_execute_rw", "nv_t_file_exec_fentry"},
                     {M::kKprobe, "nvmet_file_execute_rw", "nv_t_file_exec_kprobe"}},
-       .gate = "nvmet"},
+       .gate = "nvmet",
+       .transport_tier = true},
       {.name = "nvmet_req_complete",
        .required = true,
        .module = "nvmet",
@@ -129,13 +139,15 @@ const std::vector<HookSpec>& NvmeofHooks() {
        .module = "nvmet_rdma",
        .variants = {{M::kFentry, "nvmet_rdma_release_rsp", "nv_t_rdma_sent_fentry"},
                     {M::kKprobe, "nvmet_rdma_release_rsp", "nv_t_rdma_sent_kprobe"}},
-       .gate = "nvmet_rdma"},
+       .gate = "nvmet_rdma",
+       .transport_tier = true},
       {.name = kHookNvmetTcpSendResponse,
        .required = false,
        .module = "nvmet_tcp",
        .variants = {{M::kFentry, "nvmet_try_send_response", "nv_t_tcp_sent_fentry"},
                     {M::kKprobe, "nvmet_try_send_response", "nv_t_tcp_sent_kprobe"}},
-       .gate = "nvmet_tcp"},
+       .gate = "nvmet_tcp",
+       .transport_tier = true},
   };
   return hooks;
 }
@@ -179,6 +191,13 @@ std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::
   } else {
     collapse("data_transfer", "submit", "submit");  // no data to pull (reads, inline writes)
   }
+  // A span over the whole frame between two tracepoints has a name of its own: it is what the
+  // default tier (tracepoints only) serves, so a dashboard reads "round_trip", not a chain.
+  using Parts = std::vector<std::string_view>;
+  if (host && parts == Parts{"driver_submit", "network_and_target", "host_receive"})
+    return "round_trip";  // nvme_setup_cmd -> nvme_complete_rq
+  if (host && parts == Parts{"device", "host_receive"}) return "device";  // PCIe: the drive
+  if (!host && parts == Parts{"submit", "storage"}) return "residence";   // init -> complete
   std::string name;
   for (auto p : parts) {
     if (!name.empty()) name += '+';

@@ -34,6 +34,9 @@ std::uint32_t TargetSentHooked(const AttachPlan& plan);
 
 // The stage a span of points covers: "network_and_target", or for a span across points whose
 // hooks are missing, the covered stages joined by '+' ("driver_submit+network_and_target").
+// The default tier's spans, over every transport point, have names of their own: the host's
+// "round_trip" (nvme_setup_cmd -> nvme_complete_rq; "device" on PCIe) and the target's
+// "residence" (nvmet_req_init -> nvmet_req_complete).
 // transport: "rdma", "tcp", "pcie", ...
 std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::uint8_t from,
                             std::uint8_t to);

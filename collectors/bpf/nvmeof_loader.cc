@@ -52,15 +52,18 @@ std::string_view GroupOf(const HookSpec& h) {
 // each under QEMU's TCG); without, the static checks decide and the caller's final load tells.
 // group: nullopt plans every hook. release_idle: the gates whose hooks are not wanted while no
 // controller of theirs exists (empty for `probe`). in_block: hooks that are the block
-// collector's programs (LoadNvmeof), not planned here.
+// collector's programs (LoadNvmeof), not planned here. all_tiers: plan the transport tier's hooks
+// even where bpf.transport_stages is off (`probe` shows both tiers; HookPlan::tier_off).
 AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::string& btf_path,
                       std::optional<Mechanism> forced, const std::vector<std::string>& attached,
                       bool trial_loads, std::optional<std::string_view> group,
-                      const std::set<std::string_view>& release_idle, const InBlock& in_block) {
+                      const std::set<std::string_view>& release_idle, const InBlock& in_block,
+                      bool all_tiers = false) {
   std::vector<HookSpec> candidates;
   std::vector<std::pair<const HookSpec*, std::string>> waiting;
   for (const auto& h : NvmeofHooks()) {
     if (group && GroupOf(h) != *group) continue;
+    if (h.transport_tier && !options.transport_stages && !all_tiers) continue;
     if (in_block.count(h.name)) continue;
     if (std::find(attached.begin(), attached.end(), h.name) != attached.end()) continue;
     std::string why = WhyNotHooked(paths, h.gate, release_idle.count(h.gate) > 0);
@@ -89,6 +92,7 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
     for (const auto& h : NvmeofHooks()) {
       if (h.name == hp.hook->name) hp.hook = &h;
     }
+    hp.tier_off = hp.hook->transport_tier && !options.transport_stages;
   }
   for (auto& [h, why] : waiting) {
     HookPlan hp;
@@ -418,7 +422,7 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
   if (!load.availability.ok) return load;
   if (plan_only) {
     load.plan = PlanNvmeof(paths, options, btf_path, forced, {}, /*trial_loads=*/true, std::nullopt,
-                           {}, /*in_block=*/{});
+                           {}, /*in_block=*/{}, /*all_tiers=*/true);
     return load;
   }
   // The block collector's completion program ends host commands: its stage maps are shared.

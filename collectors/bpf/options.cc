@@ -55,7 +55,7 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
   if (!CheckKeys(node, "bpf",
                  {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
                   "block_devices", "size_classes", "protobuf_histograms", "stage_detail",
-                  "map_memory_max", "hostnqn_limit"},
+                  "map_memory_max", "hostnqn_limit", "transport_stages"},
                  error)) {
     return false;
   }
@@ -93,6 +93,10 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
   }
   if (node["block_devices"] &&
       !ReadFilter(node["block_devices"], "bpf.block_devices", &bpf->block_devices, error)) {
+    return false;
+  }
+  if (node["transport_stages"] &&
+      !ReadBool(node["transport_stages"], "bpf.transport_stages", &bpf->transport_stages, error)) {
     return false;
   }
   if (node["size_classes"] &&

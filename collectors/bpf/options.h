@@ -15,7 +15,11 @@ class Node;
 namespace nvmeof {
 
 struct BpfOptions {
-  std::string mechanism = "auto";   // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
+  std::string mechanism = "auto";  // auto | fentry | kprobe | tp_btf | raw_tp (forces one)
+  // The transport tier: the transport drivers' function hooks, which split the default tier's
+  // round_trip and residence into transport stages (docs/metrics.md "NVMe-oF stages"). Off by
+  // default: they cost about as much again per command as the tracepoints (tests/bench).
+  bool transport_stages = false;
   std::string btf_path;             // external BTF file or directory, for kernels without BTF
   std::uint32_t sample_every = 16;  // time 1 in N; counts stay exact (why 16: tests/bench)
   std::vector<double> buckets;      // classic upper bounds in seconds; empty = the default 16

@@ -14,9 +14,9 @@ for mech in auto fentry kprobe tp_btf raw_tp; do
   sed "s/^/  $mech| /" "$out"
   head -n 1 "$out" | grep -Eq '^bpf: (available \(ok\)|unavailable \([a-z_]+\))' ||
     fail "$mech: first line is not the availability line"
-  grep -Eq '^HOOK +STATUS +MECHANISM +REQUIRED +NOTES$' "$out" || fail "$mech: no table header"
-  grep -Eq '^block_rq_issue +(ok|missing) +[a-z_-]+ +no( |$)' "$out" || fail "$mech: no block_rq_issue row"
-  grep -Eq '^block_rq_complete +(ok|missing) +[a-z_-]+ +yes( |$)' "$out" ||
+  grep -Eq '^HOOK +STATUS +MECHANISM +REQUIRED +TIER +NOTES$' "$out" || fail "$mech: no table header"
+  grep -Eq '^block_rq_issue +(ok|missing) +[a-z_-]+ +no +default( |$)' "$out" || fail "$mech: no block_rq_issue row"
+  grep -Eq '^block_rq_complete +(ok|missing) +[a-z_-]+ +yes +default( |$)' "$out" ||
     fail "$mech: no block_rq_complete row"
   if [ $rc = 0 ]; then
     grep -q '^result: ok$' "$out" || fail "$mech: exit 0 without result: ok"
@@ -27,7 +27,7 @@ for mech in auto fentry kprobe tp_btf raw_tp; do
   else
     [ $rc = 1 ] || fail "$mech: exit status $rc, want 0 or 1"
     grep -q '^result: a required hook cannot attach$' "$out" || fail "$mech: exit 1 without a reason"
-    grep -Eq "^block_rq_complete +missing +- +yes +$mech: ." "$out" ||
+    grep -Eq "^block_rq_complete +missing +- +yes +default +$mech: ." "$out" ||
       fail "$mech: missing hook without the mechanism's reason"
   fi
 done

@@ -224,13 +224,15 @@ TEST(BpfProbeOutputTest, Table) {
   AttachPlan plan = PlanAttach(TestHooks(), std::nullopt, prober);
   std::ostringstream out;
   PrintProbe({true, "ok", ""}, plan, out);
-  EXPECT_EQ(out.str(),
-            "bpf: available (ok)\n"
-            "HOOK                            STATUS   MECHANISM  REQUIRED  NOTES\n"
-            "submit                          ok       kprobe     yes       fentry: load: EPERM\n"
-            "middle                          missing  -          no        fentry: no BTF for "
-            "somemod; kprobe: no kprobe support\n"
-            "result: ok\n");
+  EXPECT_EQ(
+      out.str(),
+      "bpf: available (ok)\n"
+      "HOOK                            STATUS   MECHANISM  REQUIRED  TIER       NOTES\n"
+      "submit                          ok       kprobe     yes       default    fentry: load: "
+      "EPERM\n"
+      "middle                          missing  -          no        default    fentry: no BTF "
+      "for somemod; kprobe: no kprobe support\n"
+      "result: ok\n");
 }
 
 TEST(BpfProbeOutputTest, HooksWaitingForTheirModuleDoNotFailTheResult) {
@@ -241,12 +243,29 @@ TEST(BpfProbeOutputTest, HooksWaitingForTheirModuleDoNotFailTheResult) {
   EXPECT_TRUE(plan.RequiredOk());
   std::ostringstream out;
   PrintProbe({true, "ok", ""}, plan, out);
-  EXPECT_NE(out.str().find("submit                          waiting  -          yes       "
-                           "module nvme_core not loaded\n"),
-            std::string::npos)
+  EXPECT_NE(
+      out.str().find("submit                          waiting  -          yes       default    "
+                     "module nvme_core not loaded\n"),
+      std::string::npos)
       << out.str();
   plan.hooks[0].waiting.clear();
   EXPECT_FALSE(plan.RequiredOk());
+}
+
+TEST(BpfProbeOutputTest, AHookOfATierThatIsOffShowsWhatWouldAttach) {
+  FakeProber prober;
+  std::vector<HookSpec> hooks = TestHooks();
+  hooks[1].transport_tier = true;  // "middle"
+  AttachPlan plan = PlanAttach(hooks, std::nullopt, prober);
+  plan.hooks[1].tier_off = true;
+  EXPECT_EQ(plan.Programs(), (std::vector<std::string_view>{"submit_fentry"}));
+  std::ostringstream out;
+  PrintProbe({true, "ok", ""}, plan, out);
+  EXPECT_NE(
+      out.str().find("middle                          off      fentry     no        transport  "
+                     "off: bpf.transport_stages is false\n"),
+      std::string::npos)
+      << out.str();
 }
 
 TEST(BpfProbeOutputTest, Unavailable) {

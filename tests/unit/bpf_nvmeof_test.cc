@@ -81,14 +81,28 @@ TEST(NvmeofStageName, SkippablePointsKeepTheWiderStageName) {
   EXPECT_EQ(NvmeofStageName(kHost, "pcie", NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE), "device");
 }
 
+TEST(NvmeofStageName, TheDefaultTiersSpansHaveNamesOfTheirOwn) {
+  // Tracepoints only: the whole frame between them, on every transport.
+  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_SETUP, NVMEOF_HP_COMPLETE), "round_trip");
+  EXPECT_EQ(NvmeofStageName(kHost, "tcp", NVMEOF_HP_SETUP, NVMEOF_HP_COMPLETE), "round_trip");
+  EXPECT_EQ(NvmeofStageName(kHost, "pcie", NVMEOF_HP_SETUP, NVMEOF_HP_COMPLETE), "device");
+  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", NVMEOF_TP_INIT, NVMEOF_TP_DONE), "residence");
+  EXPECT_EQ(NvmeofStageName(kTarget, "tcp", NVMEOF_TP_INIT, NVMEOF_TP_DONE), "residence");
+  // The block stages keep theirs; a span reaching past the frame is a chain.
+  EXPECT_EQ(NvmeofStageName(kHost, "tcp", NVMEOF_HP_ALLOC, NVMEOF_HP_COMPLETE),
+            "block_submit+driver_submit+network_and_target+host_receive");
+  EXPECT_EQ(NvmeofStageName(kTarget, "tcp", NVMEOF_TP_RECV, NVMEOF_TP_DONE),
+            "receive+submit+storage");
+}
+
 TEST(NvmeofStageName, MissingHooksMergeStagesUnderAJoinedName) {
   // nvme_tcp_try_send_cmd_pdu is inlined in 6.1.
   EXPECT_EQ(NvmeofStageName(kHost, "tcp", NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE),
             "driver_submit+network_and_target");
-  // Tracepoints only.
-  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_SETUP, NVMEOF_HP_COMPLETE),
-            "driver_submit+network_and_target+host_receive");
-  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", NVMEOF_TP_INIT, NVMEOF_TP_DONE), "submit+storage");
+  // The RDMA target without its data and execute hooks (a kernel that inlines them).
+  EXPECT_EQ(NvmeofStageName(kTarget, "rdma", NVMEOF_TP_INIT, NVMEOF_TP_EXEC), "submit");
+  EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_POSTED, NVMEOF_HP_COMPLETE),
+            "network_and_target+host_receive");
   EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_END, NVMEOF_HP_SETUP), "invalid");
   EXPECT_EQ(NvmeofStageName(kTarget, "rdma", 0, NVMEOF_TP_COUNT), "invalid");
 }
@@ -232,7 +246,7 @@ TEST_F(BpfNvmeofCollectorTest, TargetSeriesCarrySubsystemNqnAndPort) {
                      {"nqn", "nqn.2024-01.io.example:sub1"},
                      {"nvmet_port", "2"}};
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", target), 42);
-  target["stage"] = "submit+storage";
+  target["stage"] = "residence";
   EXPECT_EQ(Select(sink, "nvmeof_stage_latency_seconds", target).size(), 1u);
 }
 
@@ -319,7 +333,7 @@ TEST_F(BpfNvmeofCollectorTest, TargetStagesAtControllerDetailHaveNoPort) {
   MetricSink sink = Collect(std::move(fake));
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvmet_port", "2"}}), 42);
   auto s = Select(sink, "nvmeof_stage_latency_seconds",
-                  {{"nqn", "nqn.2024-01.io.example:sub1"}, {"stage", "submit+storage"}});
+                  {{"nqn", "nqn.2024-01.io.example:sub1"}, {"stage", "residence"}});
   ASSERT_EQ(s.size(), 1u);
   for (const auto& l : s[0]->label) EXPECT_NE(l.name, "nvmet_port");
 }
