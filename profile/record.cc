@@ -13,8 +13,10 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "collectors/base/fd.h"
+#include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/nvmeof.h"
 #include "profile/cli.h"
@@ -108,7 +110,21 @@ RecordHeader NodeHeader(std::uint64_t every) {
 
 struct Written {
   std::uint64_t host_records, target_records, dropped;
+  std::uint64_t nvme_disk_ios;  // the kernel's own count over the recording (NvmeDiskIos)
 };
+
+// I/Os the kernel completed on nvme* disks (/sys/block/*/stat: reads + writes), the witness
+// that commands ran while record saw none. Local PCIe drives count too: record sees them as well.
+std::uint64_t NvmeDiskIos() {
+  std::uint64_t ios = 0;
+  for (const auto& disk : ListDir("/sys/block")) {
+    if (disk.rfind("nvme", 0) != 0) continue;
+    std::istringstream stat(ReadFile("/sys/block/" + disk + "/stat").value_or(""));
+    std::uint64_t f[5] = {};
+    if (stat >> f[0] >> f[1] >> f[2] >> f[3] >> f[4]) ios += f[0] + f[4];
+  }
+  return ios;
+}
 
 // Ends the files (their end lines, from the kernel's counters since `start`), closes them and
 // says what each holds. 0, or 1 on a write error.
@@ -143,7 +159,32 @@ int FinishFiles(RecordSource& source, const std::uint64_t (&start)[NVMEOF_RCTR_C
     err << "record: " << target_path << ": " << target_records << " target records of "
         << target_cmds << " commands, " << lost << " lost\n";
   if (w.dropped) err << "record: " << w.dropped << " out-of-order points dropped\n";
-  return 0;
+  // A recording that holds nothing measured nothing: say so and fail, rather than leave files
+  // that read as "no I/O" (issue 34: a 7.2 kernel's hooks attached and never fired).
+  int rc = 0;
+  auto nothing = [&](const char* role, std::uint64_t records, std::uint64_t cmds) {
+    if (records > 0) return;
+    // 1 in N: none of 8N commands sampled happens by chance with odds below 1 in e^8.
+    if (cmds >= 8 * r.every) {
+      err << "nvmeof_exporter record: recorded none of " << cmds << " " << role
+          << " commands counted (1 in " << r.every << " sampled)\n";
+      rc = 1;
+    }
+  };
+  if (want_host) nothing("host", host_records, host_cmds);
+  if (want_target) nothing("target", target_records, target_cmds);
+  if (host_records + target_records == 0 && rc == 0) {
+    err << "nvmeof_exporter record: recorded nothing: ";
+    if (want_host && host_cmds == 0 && w.nvme_disk_ios > 0) {
+      err << "the kernel completed " << w.nvme_disk_ios
+          << " I/Os on nvme disks, but no host hook fired (see the hooks above)\n";
+    } else {
+      err << "no NVMe-oF command " << (want_host ? "completed on this host" : "reached this target")
+          << (want_host && want_target ? " or target" : "") << " while recording\n";
+    }
+    rc = 1;
+  }
+  return rc;
 }
 
 }  // namespace
@@ -171,6 +212,16 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "record: hook " << h.hook->name << ": "
         << (h.chosen ? std::string(MechanismName(h.chosen->mechanism)) : "missing") << "\n";
   }
+  // A role whose module is loaded but whose frame did not attach would record nothing.
+  for (const bool is_host : {true, false}) {
+    if (!(is_host ? want_host : want_target) || !FrameMechanism(load.plan, is_host).empty())
+      continue;
+    if (!ModuleLoaded(Paths{}, is_host ? "nvme_core" : "nvmet")) continue;  // attached once loaded
+    err << "nvmeof_exporter record: the " << (is_host ? "host" : "target") << " hook "
+        << (is_host ? "nvme_setup_cmd" : "nvmet_req_init")
+        << " did not attach (see the hooks above): nothing could be recorded\n";
+    return 1;
+  }
   const RecordHeader header = NodeHeader(every);
   std::ofstream host_out, target_out;
   auto open = [&](std::ofstream& f, const std::string& path, const char* file_role, bool is_host) {
@@ -190,6 +241,7 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
   std::uint64_t start[NVMEOF_RCTR_COUNT] = {};
   load.source->Counters(start);
+  const std::uint64_t ios_before = NvmeDiskIos();
   std::uint64_t host_records = 0, target_records = 0, dropped = 0;
   Record line;  // reused: no allocation per record
   auto on_record = [&](const nvmeof_record& k) {
@@ -216,8 +268,10 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   while (load.source->Poll(0, on_record) > 0) {
   }
-  return FinishFiles(*load.source, start, r, host_out, target_out,
-                     {host_records, target_records, dropped}, err);
+  return FinishFiles(
+      *load.source, start, r, host_out, target_out,
+      {host_records, target_records, dropped, std::max(NvmeDiskIos(), ios_before) - ios_before},
+      err);
 }
 
 }  // namespace nvmeof::profile
