@@ -1,7 +1,9 @@
 """Checks of the `stages` VM scenario (NVMe-oF per-stage latency), mixed into check.py's Checker.
 
-For every forced attach mechanism, transport (rdma, tcp) and fio job (randread 4 KiB, randwrite
-16 KiB) the guest scraped /metrics right before and right after fio ran a known number of I/Os.
+For every run (`default`: the default tier, tracepoints only, at sample_every 1; a mechanism
+name: that mechanism forced with the transport tier on), transport (rdma, tcp) and fio job
+(randread 4 KiB, randwrite 16 KiB) the guest scraped /metrics right before and right after fio
+ran a known number of I/Os.
 The differences of the two scrapes are that fio job's commands; they are compared with fio:
   - nvmeof_commands_total rose by fio's I/O count (every command is counted);
   - end to end _count (+ lost) is the count of commands picked for timing within 1%, and that is
@@ -13,15 +15,18 @@ The differences of the two scrapes are that fio job's commands; they are compare
   - the host's end-to-end mean lies between fio's completion latency (clat, from io_submit's
     return) and its total latency (lat, from io_submit's start), within 10% and 4 standard
     errors of a mean of the timed commands (a random pick of fio's I/Os);
-  - the host's network-and-target time per command exceeds the target's residence (received to
-    nvmet_req_complete): the network estimate of instance_nqn:nvmeof_network_estimate_seconds:mean5m > 0.
+  - the host's network-and-target time per command (round_trip in the default tier) exceeds the
+    target's residence (to nvmet_req_complete): the network estimate > 0;
+  - in the default run (every command timed), the host's end-to-end mean agrees with the kernel's
+    own block accounting of the path disk (/proc/diskstats: time / completions) within 3%.
 The same count and sum checks run on the target side. probe.txt must equal the kept
 expectation tests/vm/expected/probe-<kernel>.txt.
 """
 import json
 import os
+import re
 
-HOST_NETWORK = ('network_and_target', 'command_send', 'target_and_response')
+HOST_NETWORK = ('network_and_target', 'command_send', 'target_and_response', 'round_trip')
 
 
 def kernel_short(release):
@@ -31,15 +36,15 @@ def kernel_short(release):
 
 def expected_stages(mechanism, role, transport, kernel, op):
     """Stage labels a command of this kind must show; None where not pinned down."""
-    tracepoints_only = mechanism in ('tp_btf', 'raw_tp')
+    tracepoints_only = mechanism in ('default', 'tp_btf', 'raw_tp')
     if role == 'host':
         if tracepoints_only:
-            return {'block_submit', 'driver_submit+network_and_target+host_receive', 'block_complete'}
+            return {'block_submit', 'round_trip', 'block_complete'}
         if transport == 'tcp' and kernel == '6.1':  # nvme_tcp_try_send_cmd_pdu is inlined
             return {'block_submit', 'driver_submit+network_and_target', 'host_receive', 'block_complete'}
         return {'block_submit', 'driver_submit', 'host_receive', 'block_complete'}  # + network
     if tracepoints_only:
-        return {'submit+storage'}
+        return {'residence'}
     stages = {'receive', 'submit', 'storage'}
     if transport == 'rdma' or kernel != '6.1':  # nvmet_try_send_response is inlined in 6.1
         stages.add('response')
@@ -180,6 +185,7 @@ class StagesChecks:
                            % (where, mean * 1e6, clat * 1e6, lat * 1e6, se * 1e6))
                 net = [s for st, (_, s) in stages.items() if any(p in st for p in HOST_NETWORK)]
                 means['network'] = sum(net) / count if net else 0
+                self.block_accounting(name, dev, mean, strict=mech == 'default' and every == 1)
             print('info %s: %s' % (where, ', '.join(
                 '%s=%.1fus' % (st, s / c * 1e6) for st, (c, s) in sorted(stages.items()))))
         if 'network' in means and 'target' in means:
@@ -187,6 +193,41 @@ class StagesChecks:
                        '%s host network_and_target mean %.1f us > target residence %.1f us '
                        '(network estimate %.1f us > 0)' % (name, means['network'] * 1e6, means['target'] * 1e6,
                                                           (means['network'] - means['target']) * 1e6))
+
+    def block_accounting(self, name, dev, mean, strict):
+        """The host's end-to-end mean against the kernel's block accounting of the path disk:
+        request allocated (rq->start_time_ns) to accounted done, per completed I/O, in
+        /proc/diskstats (ms of I/O time over completions; the total truncates to 1 ms). The
+        multipath head's path disk nvmeXcYnZ when there is one, else the disk itself."""
+        def stats(which):
+            path = os.path.join(self.dir, 'diskstats-%s-%s.txt' % (name, which))
+            out = {}
+            for line in open(path) if os.path.exists(path) else []:
+                f = line.split()
+                # reads completed, ms reading, writes completed, ms writing
+                out[f[2]] = (int(f[3]), int(f[6]), int(f[7]), int(f[10]))
+            return out
+        before, after = stats('before'), stats('after')
+        head = re.match(r'nvme(\d+)n(\d+)$', dev)
+        paths = [d for d in after if head and re.match(r'nvme\d+c\d+n%s$' % head.group(2), d)
+                 and d.startswith('nvme%sc' % head.group(1))] or [dev]
+        ios = ms = 0
+        for d in paths:
+            if d in before and d in after:
+                delta = [a - b for a, b in zip(after[d], before[d])]
+                ios += delta[0] + delta[2]
+                ms += delta[1] + delta[3]
+        if not ios:
+            self.check(not strict, '%s kernel block accounting of %s found' % (name, paths))
+            return
+        kernel_mean = ms / 1e3 / ios
+        text = ('%s host end-to-end mean %.1f us vs the kernel\'s block accounting of %s %.1f us '
+                '(%+.1f%%)' % (name, mean * 1e6, ','.join(paths), kernel_mean * 1e6,
+                               (mean / kernel_mean - 1) * 100))
+        if strict:
+            self.within(mean, kernel_mean, 0.03, text + ' within 3%')
+        else:
+            print('info ' + text)
 
     def scenario_stages(self):
         e = self.env
@@ -198,7 +239,7 @@ class StagesChecks:
             hooks = [(l['hook'], l['mechanism']) for n, l, v in last
                      if n == 'nvmeof_exporter_bpf_hook_attached' and v == 1]
             wrong = [h for h in hooks if mech in ('fentry', 'kprobe') and h[1] != mech or
-                     mech in ('tp_btf', 'raw_tp') and h[1] not in ('tp_btf', 'raw_tp')]
+                     mech in ('default', 'tp_btf', 'raw_tp') and h[1] not in ('tp_btf', 'raw_tp')]
             self.check(hooks and not wrong, '%s every attached hook uses %s' % (mech, mech), str(wrong))
             self.collectors_ok(last, mech)
         kernel = kernel_short(e['KERNEL'])
