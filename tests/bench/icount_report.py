@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-TOOLS = ['s1', 's8', 's64', 'default', 'tp8', 'record', 'biolatency']
+TOOLS = ['s1', 's8', 's64', 'default', 'transport', 'tp8', 'record', 'biolatency']
 MODES = ['none', 'none2'] + TOOLS
 TOLERANCE = {'null': 0.01, 'tcp': 0.01, 'rdma': 0.015}  # none vs none2, relative
 WARMUP_IOS = 100  # unmeasured I/Os before each run (inside the stats bracket)
@@ -34,7 +34,7 @@ def set_tools(lat):
     order, then the rest."""
     rates = sorted({k[0] for k in lat if k[0][0] == 's' and k[0][1:].isdigit()} |
                    {'s1', 's8', 's64'}, key=lambda m: int(m[1:]))
-    TOOLS[:] = rates + ['default', 'tp8', 'record', 'biolatency']
+    TOOLS[:] = rates + ['default', 'transport', 'tp8', 'record', 'biolatency']
     MODES[:] = ['none', 'none2'] + TOOLS
 
 

@@ -4,7 +4,9 @@
 # NVMe/RDMA over rxe; host and target in this VM, targets on null_blk with irqmode=0) and each
 # rw (randread, randwrite), fio psync QD1 4 KiB, ICOUNT_IOS I/Os, once per mode:
 #   none none2           no tool, twice (the bench fails when the two disagree)
-#   default              the exporter's bpf collector at its default sample_every
+#   default              the exporter's bpf collector at its defaults (the default tier:
+#                        tracepoints only)
+#   transport            the same with bpf.transport_stages (the transport tier added)
 #   s1 s8 s64 (sN)       the same at sample_every 1, 8 and 64 (any N)
 #   tp8                  1 in 8 with bpf.mechanism tp_btf: the tracepoint hooks only (merged
 #                        stages), what the function hooks' dispatch costs (not in the defaults)
@@ -85,9 +87,10 @@ run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
 	done
 }
 
-with_exporter() { # MODE SAMPLE_EVERY ("": the default) [MECHANISM]
+with_exporter() { # MODE SAMPLE_EVERY ("": the default) [MECHANISM] [TRANSPORT_STAGES: 1]
 	printf 'bpf:\n  mechanism: %s\n' "${3:-auto}" >/tmp/icount.yml
 	[ -z "$2" ] || printf '  sample_every: %s\n' "$2" >>/tmp/icount.yml
+	[ "${4:-}" != 1 ] || printf '  transport_stages: true\n' >>/tmp/icount.yml
 	EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter $1"
 	TOOL_PID=$EXPORTER_PID
 	run_paths "$1"
@@ -135,6 +138,7 @@ for mode in $MODES; do
 	case $mode in
 	none | none2) run_paths $mode ;;
 	default) with_exporter default "" ;;
+	transport) with_exporter transport "" auto 1 ;;
 	s[0-9]*) with_exporter $mode ${mode#s} ;;
 	tp8) with_exporter tp8 8 tp_btf ;;
 	record) with_tool record "$R/record.log" recording \
