@@ -63,4 +63,58 @@ start_prometheus() {
   prometheus --config.file="$WORK/$name.yml" "$storage" \
     --web.listen-address="127.0.0.1:$PROM_PORT" "$@" >"$WORK/$name.log" 2>&1 &
   PIDS+=($!)
+  PROM_PIDS+=($!)
+  PROM_STORAGE+=("${storage#*=}")
 }
+
+# --- Two Prometheus versions (tests/e2e/fetch_prometheus.sh): Debian 12's 2.42 and 3.5 LTS.
+# A script that runs a real Prometheus runs its checks once per version:
+#   for v in $(prom_versions); do use_prometheus "$v" || continue; ...; stop_prometheus; done
+#   prom_done   # exit 77 (a visible skip, never a pass) when a version could not be had
+# NVMEOF_PROMETHEUS_VERSIONS="2.42" (or "3.5") runs one only.
+PROM_VERSION="" PROM_MAJOR="" PROM_DIR=""
+PROM_PIDS=() PROM_STORAGE=() PROM_RAN=() PROM_SKIPPED=()
+prom_versions() { echo "${NVMEOF_PROMETHEUS_VERSIONS:-2.42 3.5}"; }
+# `prometheus` and `promtool` are the selected version's (before any use_prometheus: PATH's).
+prometheus() { if [ -n "$PROM_DIR" ]; then "$PROM_DIR/prometheus" "$@"; else command prometheus "$@"; fi; }
+promtool() { if [ -n "$PROM_DIR" ]; then "$PROM_DIR/promtool" "$@"; else command promtool "$@"; fi; }
+# use_prometheus VERSION: selects that version (PROM_VERSION, PROM_MAJOR, PROM_DIR); returns 1
+# with a SKIP line when it cannot be had (fetch_prometheus.sh exit 77).
+use_prometheus() {
+  local dir rc=0
+  dir=$("$E2E_DIR/fetch_prometheus.sh" "$1" 2>"$WORK/fetch-prometheus-$1.txt") || rc=$?
+  if [ $rc = 77 ]; then
+    echo "SKIP: Prometheus $1: $(tail -n 1 "$WORK/fetch-prometheus-$1.txt")"
+    PROM_SKIPPED+=("$1")
+    return 1
+  fi
+  [ $rc = 0 ] || fail "fetch_prometheus.sh $1 exited $rc: $(cat "$WORK/fetch-prometheus-$1.txt")"
+  PROM_VERSION=$1 PROM_MAJOR=${1%%.*} PROM_DIR=$dir
+  PROM_RAN+=("$1")
+  echo "=== Prometheus $("$dir/prometheus" --version 2>&1 | sed -n '1s/^prometheus, version \([^ ]*\).*/\1/p') ($dir)"
+}
+# stop_prometheus: stops every Prometheus started so far and removes their storage, so that the
+# next version starts from nothing (and its CPU is not shared with the last one's).
+stop_prometheus() {
+  local pid
+  for pid in "${PROM_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PROM_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for pid in "${PROM_STORAGE[@]}"; do rm -rf "$pid"; done
+  PROM_PIDS=() PROM_STORAGE=()
+}
+# prom_done: after the loop over versions; exits 77 with a SKIP line if a version did not run.
+prom_done() {
+  [ ${#PROM_SKIPPED[@]} = 0 ] && return 0
+  if [ ${#PROM_RAN[@]} = 0 ]; then
+    echo "SKIP: no Prometheus version could run (${PROM_SKIPPED[*]})"
+  else
+    echo "SKIP: Prometheus ${PROM_SKIPPED[*]} not run; passed on ${PROM_RAN[*]}"
+  fi
+  exit 77
+}
+# prom_native_flags: the flags that make this version scrape protobuf and store native
+# histograms (2.42 and 3.5 both: the native-histograms feature flag; 3.x has no per-job
+# scrape_native_histograms before 3.8).
+prom_native_flags() { echo --enable-feature=native-histograms; }
+# prom_agent_flags: agent mode (2.42: a feature flag; 3.x: --agent).
+prom_agent_flags() { if [ "$PROM_MAJOR" = 2 ]; then echo --enable-feature=agent; else echo --agent; fi; }
