@@ -9,7 +9,8 @@
 # running afterwards. The same tree scraped as protobuf must answer 200 and decode whole, with
 # valid UTF-8 in every string (protobuf_check.py). Then two real Prometheus, one on text and one
 # with native histograms on (protobuf), scrape the exporters of the first CHAOS_PROM_TREES trees
-# and must report up == 1 and scrape_samples_scraped > 0 for every one.
+# and must report up == 1 and scrape_samples_scraped > 0 for every one: on Prometheus 2.42, then
+# on 3.5 LTS (whose promtool also lints those trees; a 3.5 that cannot be had: exit 77).
 #
 #   tests/e2e/test_chaos.sh build/nvmeof_exporter                 # CHAOS_TREES=8, random seed
 #   CHAOS_TREES=200 tests/e2e/test_chaos.sh build/nvmeof_exporter # the full run
@@ -19,7 +20,6 @@ source "$(dirname "$0")/lib.sh"
 PROTOBUF_ACCEPT='application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited'
 command -v protoc >/dev/null || fail "protoc is not installed (apt-get install protobuf-compiler)"
 command -v promtool >/dev/null || fail "promtool is not installed (apt-get install prometheus)"
-command -v prometheus >/dev/null || fail "prometheus is not installed (apt-get install prometheus)"
 
 TREES=${CHAOS_TREES:-8}
 SEED=${CHAOS_SEED:-$(( $(date +%s) % 1000000 ))}
@@ -84,7 +84,8 @@ for i in $(seq 0 $((TREES - 1))); do
 done
 echo "chaos: $((TREES - ${#BROKEN[@]})) of $TREES trees served valid /metrics"
 
-# A real Prometheus scrapes the kept exporters: it rejects a whole scrape on one invalid label.
+# Two real Prometheus of each version (lib.sh: 2.42, then 3.5 LTS) scrape the kept exporters:
+# it rejects a whole scrape on one invalid label. That version's promtool lints their trees too.
 {
   echo "global: {scrape_interval: 1s, evaluation_interval: 1s}"
   echo "scrape_configs:"
@@ -93,19 +94,29 @@ echo "chaos: $((TREES - ${#BROKEN[@]})) of $TREES trees served valid /metrics"
   for k in "${!PROM_PORTS[@]}"; do
     echo "      - {targets: [\"127.0.0.1:${PROM_PORTS[$k]}\"], labels: {chaos_seed: \"${PROM_SEEDS[$k]}\"}}"
   done
-} >"$WORK/prometheus.yml"
-start_prometheus
-TEXT_PROM_PORT=$PROM_PORT
-# A second one with native histograms on scrapes the same exporters over protobuf.
-cp "$WORK/prometheus.yml" "$WORK/pb.yml"
-start_prometheus pb --enable-feature=native-histograms
-PB_PROM_PORT=$PROM_PORT
+} >"$WORK/chaos-scrape.yml"
 # query EXPR: "seed value" lines of an instant query.
 query() {
   curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" |
     python3 -c 'import json,sys; d=json.load(sys.stdin)
 for r in d["data"]["result"]: print(r["metric"].get("chaos_seed","?"), r["value"][1])'
 }
+for v in $(prom_versions); do
+use_prometheus "$v" || continue
+for s in "${PROM_SEEDS[@]}"; do
+  [ -f "$WORK/tree-$s/metrics.prom" ] || continue
+  if ! promtool check metrics <"$WORK/tree-$s/metrics.prom" >"$WORK/tree-$s/promtool-$v.log" 2>&1 ||
+    [ -s "$WORK/tree-$s/promtool-$v.log" ]; then
+    broke "$s" "promtool $v check metrics: $(head -c 300 "$WORK/tree-$s/promtool-$v.log" | tr '\n' ' ')"
+  fi
+done
+cp "$WORK/chaos-scrape.yml" "$WORK/prometheus.yml"
+start_prometheus
+TEXT_PROM_PORT=$PROM_PORT
+# A second one with native histograms on scrapes the same exporters over protobuf.
+cp "$WORK/chaos-scrape.yml" "$WORK/pb.yml"
+start_prometheus pb $(prom_native_flags)
+PB_PROM_PORT=$PROM_PORT
 for mode in text:$TEXT_PROM_PORT protobuf:$PB_PROM_PORT; do
 PROM_PORT=${mode#*:}
 for _ in $(seq 60); do
@@ -114,19 +125,23 @@ for _ in $(seq 60); do
   sleep 1
 done
 declare -A UP=() SAMPLES=()
-while read -r seed v; do UP[$seed]=$v; done < <(query 'up{job="chaos"}')
-while read -r seed v; do SAMPLES[$seed]=$v; done < <(query 'scrape_samples_scraped{job="chaos"}')
+while read -r seed v2; do UP[$seed]=$v2; done < <(query 'up{job="chaos"}')
+while read -r seed v2; do SAMPLES[$seed]=$v2; done < <(query 'scrape_samples_scraped{job="chaos"}')
 for s in "${PROM_SEEDS[@]}"; do
   if [ "${UP[$s]:-none}" != 1 ] || [ "${SAMPLES[$s]:-0}" = 0 ]; then
     err=$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/targets" | python3 -c 'import json,sys
 for t in json.load(sys.stdin)["data"]["activeTargets"]:
     if t["labels"].get("chaos_seed") == sys.argv[1]: print(t["lastError"])' "$s")
-    broke "$s" "Prometheus (${mode%%:*}): up=${UP[$s]:-none} scrape_samples_scraped=${SAMPLES[$s]:-none} $err"
+    broke "$s" "Prometheus $v (${mode%%:*}): up=${UP[$s]:-none} scrape_samples_scraped=${SAMPLES[$s]:-none} $err"
   fi
 done
+unset UP SAMPLES
 done
-echo "chaos: two Prometheus (text; protobuf with native histograms) scraped the first ${#PROM_SEEDS[@]} trees"
+stop_prometheus
+echo "chaos: two Prometheus $v (text; protobuf with native histograms) scraped the first ${#PROM_SEEDS[@]} trees"
+done
 
 broken=${#BROKEN[@]}
 echo "chaos: $broken of $TREES trees broke (seed=$SEED) in $(( $(date +%s) - start_s )) s"
 [ "$broken" = 0 ] || fail "$broken broken chaos trees; reproduce: CHAOS_SEED=$SEED CHAOS_TREES=$TREES $SCRIPT"
+prom_done
