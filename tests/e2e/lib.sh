@@ -60,7 +60,9 @@ start_prometheus() {
   [ "$name" = prometheus ] || storage=--storage.tsdb.path="$WORK/tsdb-$name"
   case " $* " in *agent*) storage=--storage.agent.path="$WORK/$name-wal" ;; esac
   PROM_PORT=$(free_port)
-  prometheus --config.file="$WORK/$name.yml" "$storage" \
+  # The binary itself in the background (not the `prometheus` function below: $! would be a
+  # subshell, and killing it would leave the server running).
+  "$(prom_bin prometheus)" --config.file="$WORK/$name.yml" "$storage" \
     --web.listen-address="127.0.0.1:$PROM_PORT" "$@" >"$WORK/$name.log" 2>&1 &
   PIDS+=($!)
   PROM_PIDS+=($!)
@@ -75,9 +77,12 @@ start_prometheus() {
 PROM_VERSION="" PROM_MAJOR="" PROM_DIR=""
 PROM_PIDS=() PROM_STORAGE=() PROM_RAN=() PROM_SKIPPED=()
 prom_versions() { echo "${NVMEOF_PROMETHEUS_VERSIONS:-2.42 3.5}"; }
-# `prometheus` and `promtool` are the selected version's (before any use_prometheus: PATH's).
-prometheus() { if [ -n "$PROM_DIR" ]; then "$PROM_DIR/prometheus" "$@"; else command prometheus "$@"; fi; }
-promtool() { if [ -n "$PROM_DIR" ]; then "$PROM_DIR/promtool" "$@"; else command promtool "$@"; fi; }
+# prom_bin NAME: the selected version's prometheus or promtool (before any use_prometheus: PATH's).
+prom_bin() { if [ -n "$PROM_DIR" ]; then echo "$PROM_DIR/$1"; else command -v "$1" || echo "$1"; fi; }
+# `prometheus` and `promtool` in the foreground run the selected version's. Never background
+# them (`prometheus ... &`): use start_prometheus, or "$(prom_bin prometheus)" ... &.
+prometheus() { "$(prom_bin prometheus)" "$@"; }
+promtool() { "$(prom_bin promtool)" "$@"; }
 # use_prometheus VERSION: selects that version (PROM_VERSION, PROM_MAJOR, PROM_DIR); returns 1
 # with a SKIP line when it cannot be had (fetch_prometheus.sh exit 77).
 use_prometheus() {
