@@ -17,8 +17,12 @@ The differences of the two scrapes are that fio job's commands; they are compare
     errors of a mean of the timed commands (a random pick of fio's I/Os);
   - the host's network-and-target time per command (round_trip in the default tier) exceeds the
     target's residence (to nvmet_req_complete): the network estimate > 0;
-  - in the default run (every command timed), the host's end-to-end mean agrees with the kernel's
-    own block accounting of the path disk (/proc/diskstats: time / completions) within 3%.
+  - in the default run (every command timed), the host's end-to-end mean against the kernel's own
+    block accounting of the path disk (/proc/diskstats: time / completions): never above it by
+    more than 3% (the exporter's window, allocation to block:block_rq_complete, lies inside the
+    kernel's, allocation to blk_account_io_done), and at most 15% below. The gap is printed: it
+    is the bio completion work (direct I/O and aio completion, the wakeup) that runs after
+    block_rq_complete and before the kernel's accounting ends (tests/bench/README.md "Round 8").
 The same count and sum checks run on the target side. probe.txt must equal the kept
 expectation tests/vm/expected/probe-<kernel>.txt.
 """
@@ -224,10 +228,19 @@ class StagesChecks:
         text = ('%s host end-to-end mean %.1f us vs the kernel\'s block accounting of %s %.1f us '
                 '(%+.1f%%)' % (name, mean * 1e6, ','.join(paths), kernel_mean * 1e6,
                                (mean / kernel_mean - 1) * 100))
+        print('info ' + text)
         if strict:
-            self.within(mean, kernel_mean, 0.03, text + ' within 3%')
-        else:
-            print('info ' + text)
+            self.check(0.85 * kernel_mean <= mean <= 1.03 * kernel_mean,
+                       text + ': inside the kernel\'s window (-15%..+3%)')
+
+    def probe_tiers(self):
+        """{hook: tier} of the block and NVMe-oF stage hooks, from the run's probe.txt."""
+        tiers = {}
+        for line in open(os.path.join(self.dir, 'probe.txt')):
+            f = line.split()
+            if len(f) >= 5 and f[1] in ('ok', 'off', 'missing', 'waiting') and f[4] in ('default', 'transport'):
+                tiers[f[0]] = f[4]
+        return tiers
 
     def scenario_stages(self):
         e = self.env
@@ -238,9 +251,18 @@ class StagesChecks:
             last = self.metrics('%s-tcp-randwrite-after' % mech)
             hooks = [(l['hook'], l['mechanism']) for n, l, v in last
                      if n == 'nvmeof_exporter_bpf_hook_attached' and v == 1]
-            wrong = [h for h in hooks if mech in ('fentry', 'kprobe') and h[1] != mech or
-                     mech in ('default', 'tp_btf', 'raw_tp') and h[1] not in ('tp_btf', 'raw_tp')]
-            self.check(hooks and not wrong, '%s every attached hook uses %s' % (mech, mech), str(wrong))
+            if mech == 'default':
+                # The stage hooks are the default tier's tracepoints, and no transport-tier hook
+                # is attached (the lifecycle hooks, per connection event, choose their own way).
+                tiers = self.probe_tiers()
+                stage = [h for h in hooks if h[0] in tiers]
+                wrong = [h for h in stage if tiers[h[0]] != 'default' or h[1] not in ('tp_btf', 'raw_tp')]
+                self.check(stage and not wrong, 'default: every attached stage hook is a default-tier '
+                           'tracepoint', str(wrong))
+            else:
+                wrong = [h for h in hooks if mech in ('fentry', 'kprobe') and h[1] != mech or
+                         mech in ('tp_btf', 'raw_tp') and h[1] not in ('tp_btf', 'raw_tp')]
+                self.check(hooks and not wrong, '%s every attached hook uses %s' % (mech, mech), str(wrong))
             self.collectors_ok(last, mech)
         kernel = kernel_short(e['KERNEL'])
         want = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'expected', 'probe-%s.txt' % kernel)
