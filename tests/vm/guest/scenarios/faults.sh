@@ -99,6 +99,10 @@ rxe_active() { # WHEN
 	done
 }
 
+# The transport tier: its hooks are the default tier's tracepoints plus the transport drivers'
+# functions, and only those pin (fentry) and are released with the host transport modules,
+# which the rmmod fault is about. The default tier's hooks are all exercised here too.
+EXPORTER_ARGS="${EXPORTER_ARGS:-} --bpf.transport-stages"
 load_modules
 setup_net || die "network/rxe setup"
 setup_target rdma 1 4420 $NQN_R /dev/nullb0 || die "nvmet rdma"

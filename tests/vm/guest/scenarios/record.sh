@@ -32,7 +32,9 @@ connect tcp 4421 nqn.2024-01.io.nvmeof-exporter:vm-rec-tcp || die "nvme connect 
 conf TCP_CONTROLLER "$CTRL"
 conf TCP_DEV "$DEV"
 TCP_DEV=$DEV
-printf 'bpf:\n  sample_every: 1\n  size_classes: true\n' >/tmp/record-exporter.yml
+# The transport tier, as `record` itself: the exporter's network estimate and the joined one
+# then stand on the same hook points (host posted -> response, target received -> complete).
+printf 'bpf:\n  sample_every: 1\n  size_classes: true\n  transport_stages: true\n' >/tmp/record-exporter.yml
 EXPORTER_ARGS="--config.file=/tmp/record-exporter.yml" start_exporter || die "exporter"
 
 # Recordings start in the background and are ready once they printed "recording" (loading
