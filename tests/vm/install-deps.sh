@@ -1,8 +1,14 @@
 #!/bin/bash
-# Installs what the VM harness needs on a Debian 12 host: QEMU, the two kernels of the test
-# matrix (bookworm's 6.1 and bookworm-backports' 6.12) and the guest userland (busybox, kmod,
-# nvme-cli, fio, rdma-core, iproute2). Idempotent: does nothing when all of it is present.
-# Usage: tests/vm/install-deps.sh [6.1] [6.12]   (default: both kernels)
+# Installs what the VM harness needs on a Debian 12 host: QEMU, the kernels of the test matrix
+# and the guest userland (busybox, kmod, nvme-cli, fio, rdma-core, iproute2). Idempotent: does
+# nothing when all of it is present.
+#   6.1, 6.12  installed as packages of the machine's own suites (bookworm, bookworm-security);
+#              where its sources lack one, fetched like the others
+#   5.10, 7.2  fetched (lib.sh kernel_fetch): `apt-get download` under a private apt state folder
+#              from bullseye(-security) and sid, unpacked with dpkg-deb -x into
+#              $(vm_cache_dir)/kernels/RELEASE/ and kept there; the machine's apt sources are never
+#              touched
+# Usage: tests/vm/install-deps.sh [5.10] [6.1] [6.12] [7.2]   (default: 6.1 6.12)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 KERNELS=${*:-6.1 6.12}
@@ -15,7 +21,7 @@ need_cmds=(qemu-system-x86_64 /bin/busybox cpio /usr/bin/kmod /usr/sbin/nvme /us
 PKGS="qemu-system-x86 busybox-static cpio kmod nvme-cli fio rdma-core ibverbs-utils iproute2 \
 bpftool libbpf-tools python3 zstd coreutils prometheus protobuf-compiler golang-github-prometheus-client-model-dev"
 
-have_kernel() { [ -n "$(kernel_of "$1")" ]; }
+have_kernel() { local kv; kv=$(kernel_of "$1") && [ -n "$kv" ] && [ -n "$(kernel_dir "$kv")" ]; }
 missing=0
 for c in "${need_cmds[@]}"; do command -v "$c" >/dev/null 2>&1 || missing=1; done
 for k in $KERNELS; do have_kernel "$k" || missing=1; done
@@ -32,14 +38,14 @@ $SUDO apt-get install -y -qq --no-install-recommends $PKGS
 for k in $KERNELS; do
   have_kernel "$k" && continue
   # 6.1 is bookworm's own kernel; 6.12 comes as the linux-image-6.12-amd64 metapackage, which
-  # bookworm-security carries today and bookworm-backports carried first.
-  pkg=linux-image-$k-amd64; [ "$k" = 6.1 ] && pkg=linux-image-amd64
-  if [ -z "$(apt-cache policy "$pkg" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)"')" ]; then
-    echo "deb http://deb.debian.org/debian bookworm-backports main" |
-      $SUDO tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
-    $SUDO apt-get update -qq
+  # bookworm-security carries today (bookworm-backports carried it first). Others, and these
+  # where the machine's sources lack them, are fetched into the cache.
+  pkg=; case $k in 6.1) pkg=linux-image-amd64 ;; 6.12) pkg=linux-image-6.12-amd64 ;; esac
+  if [ -n "$pkg" ] && [ -n "$(apt-cache policy "$pkg" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)"')" ]; then
+    $SUDO apt-get install -y -qq --no-install-recommends "$pkg"
+  else
+    kernel_fetch "$k" >/dev/null || { echo "kernel $k: fetching failed" >&2; exit 1; }
   fi
-  $SUDO apt-get install -y -qq --no-install-recommends "$pkg"
-  have_kernel "$k" || { echo "kernel $k did not install into /boot" >&2; exit 1; }
+  have_kernel "$k" || { echo "kernel $k is neither in /boot nor in $(vm_cache_dir)/kernels" >&2; exit 1; }
 done
 echo "vm deps: installed"

@@ -1,28 +1,50 @@
 #!/bin/bash
-# Runs every VM scenario on every kernel of the matrix, one VM boot per scenario, and prints a
+# Runs the VM scenarios on every kernel of the matrix, one VM boot per scenario, and prints a
 # summary with timings. Exits non-zero if any scenario failed; run.sh prints a failing scenario's
 # VM console log. Called by .ci/run after the host tests.
 #
-#   tests/vm/run-suite.sh [--exporter PATH] [--out DIR] [--kernels "6.1 6.12"]
-#                         [--scenarios "rdma tcp ..." (default: scenarios.txt)] [--no-install]
+#   tests/vm/run-suite.sh [--exporter PATH] [--out DIR] [--kernels "6.1 6.12 5.10 7.2" | all]
+#                         [--scenarios "rdma tcp ..."] [--full-kernels "6.1 6.12" | all]
+#                         [--no-install]
+#
+# Kernels (--kernels, or NVMEOF_VM_KERNELS; default "6.1 6.12 5.10 7.2", what CI runs): the
+# "full" ones (--full-kernels, NVMEOF_VM_FULL_KERNELS; default "6.1 6.12") run every scenario of
+# scenarios.txt, the others (the matrix's edges, 5.10 and 7.2) the `smoke` scenario only (one
+# boot: see README.md). `--kernels all`: the whole matrix, every scenario on all four kernels.
+# --scenarios runs that list on every kernel.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 EXPORTER=${NVMEOF_EXPORTER:-$HERE/../../build/nvmeof_exporter}
 OUT=/tmp/nvmeof-vm
-KERNELS="6.1 6.12"
-SCENARIOS=$(grep -v '^#' "$HERE/scenarios.txt" | tr '\n' ' ')  # the one list
+ALL_KERNELS="6.1 6.12 5.10 7.2"
+KERNELS=${NVMEOF_VM_KERNELS:-$ALL_KERNELS}
+FULL_KERNELS=${NVMEOF_VM_FULL_KERNELS:-6.1 6.12}
+FULL_SCENARIOS=$(grep -v '^#' "$HERE/scenarios.txt" | tr '\n' ' ')  # the one list
+SCENARIOS=
 INSTALL=1
+FULL_SET=${NVMEOF_VM_FULL_KERNELS:+1}
 while [ $# -gt 0 ]; do
   case $1 in
     --exporter) EXPORTER=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --kernels) KERNELS=$2; shift 2 ;;
+    --full-kernels) FULL_KERNELS=$2; FULL_SET=1; shift 2 ;;
     --scenarios) SCENARIOS=$2; shift 2 ;;
     --no-install) INSTALL=0; shift ;;
     -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+if [ "$KERNELS" = all ]; then
+  KERNELS=$ALL_KERNELS
+  [ -n "$FULL_SET" ] || FULL_KERNELS=all
+fi
+[ "$FULL_KERNELS" = all ] && FULL_KERNELS=$KERNELS
+scenarios_of() { # KERNEL -> its scenario list
+  if [ -n "$SCENARIOS" ]; then echo "$SCENARIOS"
+  elif [[ " $FULL_KERNELS " == *" $1 "* ]]; then echo "$FULL_SCENARIOS"
+  else echo smoke; fi
+}
 if [ "$INSTALL" = 1 ]; then
   # shellcheck disable=SC2086
   "$HERE/install-deps.sh" $KERNELS || { echo "vm suite: installing dependencies failed" >&2; exit 1; }
@@ -31,7 +53,7 @@ fi
 t0=$SECONDS
 passed=0 failed=0 summary=()
 for k in $KERNELS; do
-  for s in $SCENARIOS; do
+  for s in $(scenarios_of "$k"); do
     ts=$SECONDS
     if "$HERE/run.sh" --kernel "$k" --scenario "$s" --exporter "$EXPORTER" --out "$OUT/$k/$s"; then
       passed=$((passed + 1)); r=PASS

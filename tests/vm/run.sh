@@ -3,7 +3,7 @@
 # the kernel's modules and the freshly built exporter, runs tests/vm/guest/scenarios/NAME.sh inside,
 # brings the results back through 9p and checks them on the host with check.py.
 #
-#   tests/vm/run.sh --kernel 6.1|6.12|<release> --scenario NAME (guest/scenarios/NAME.sh)
+#   tests/vm/run.sh --kernel 5.10|6.1|6.12|7.2|<release> --scenario NAME (guest/scenarios/NAME.sh)
 #                   [--exporter PATH] [--out DIR] [--timeout SEC] [--accel auto|kvm|tcg]
 #
 # Exit status: 0 when the guest scenario and the host checks passed; non-zero otherwise, with the
@@ -36,7 +36,11 @@ EXPORTER=${EXPORTER:-${NVMEOF_EXPORTER:-$HERE/../../build/nvmeof_exporter}}
 [ -x "$EXPORTER" ] || { echo "exporter binary not found: $EXPORTER (build it, or pass --exporter)" >&2; exit 2; }
 EXPORTER=$(realpath "$EXPORTER")
 KV=$(kernel_of "$KERNEL_ARG")
-[ -n "$KV" ] || { echo "no kernel $KERNEL_ARG in /boot: run tests/vm/install-deps.sh $KERNEL_ARG" >&2; exit 2; }
+[ -n "$KV" ] || { echo "no kernel $KERNEL_ARG in /boot or $(vm_cache_dir)/kernels: run tests/vm/install-deps.sh $KERNEL_ARG" >&2; exit 2; }
+# Installed (/) or fetched into the cache by install-deps.sh (5.10, 7.2): boot/vmlinuz-KV, lib/modules/KV.
+KROOT=$(kernel_dir "$KV")
+[ -n "$KROOT" ] || { echo "kernel $KV has no vmlinuz or modules.dep: run tests/vm/install-deps.sh $KERNEL_ARG" >&2; exit 2; }
+KROOT=${KROOT%/}
 for c in qemu-system-x86_64 cpio python3 zstd /bin/busybox; do
   command -v "$c" >/dev/null || { echo "missing $c: run tests/vm/install-deps.sh" >&2; exit 2; }
 done
@@ -82,7 +86,8 @@ say() { echo "[vm $KERNEL_ARG/$SCENARIO +$(el "$t0")s] $*"; }
 # ---- initramfs: a cached base (tools, libraries, modules) + a fresh layer (exporter, scripts) ----
 MODULES="configfs virtio_pci 9pnet_virtio 9p veth null_blk rdma_rxe ib_uverbs rdma_ucm \
 nvmet nvmet_rdma nvmet_tcp nvme_rdma nvme_tcp nvme_fabrics nvme_core inet_diag tcp_diag \
-crc32c_generic crc32c_intel crc32_generic crc32_pclmul"
+crc32c_generic crc32c_intel crc32_generic crc32_pclmul crc32_cryptoapi crc32c_cryptoapi"
+# (a module a kernel lacks or builds in is skipped: 7.x has crc32*_cryptoapi, not crc32_generic)
 BINS="/usr/bin/kmod /usr/sbin/nvme /usr/bin/fio /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo \
 /usr/sbin/bpftool /usr/sbin/biolatency"
 BASE_FORMAT=1 # bump when the base layout changes in a way the hash below cannot see
@@ -115,9 +120,9 @@ build_base() { # -> $1 (cpio)
   done
   local m
   for m in $MODULES; do
-    modprobe -S "$KV" --show-depends "$m" 2>/dev/null | awk '$1=="insmod"{print $2}'
-  done | sort -u | while read -r ko; do copy_file "$ko" "$ko"; done
-  cp "/lib/modules/$KV"/modules.{order,builtin,builtin.modinfo} "$ROOT/lib/modules/$KV/"
+    modprobe -S "$KV" -d "${KROOT:-/}" --show-depends "$m" 2>/dev/null | awk '$1=="insmod"{print $2}' || true
+  done | sort -u | while read -r ko; do copy_file "$ko" "${ko#"$KROOT"}"; done
+  cp "$KROOT/lib/modules/$KV"/modules.{order,builtin,builtin.modinfo} "$ROOT/lib/modules/$KV/"
   depmod -b "$ROOT" "$KV"
   printf '/usr/lib/x86_64-linux-gnu\n/usr/lib\n' >"$ROOT/etc/ld.so.conf"
   ldconfig -r "$ROOT" 2>/dev/null || true
@@ -135,6 +140,7 @@ base_key() {
     declare -f build_base copy_bin copy_file
     dpkg-query -W busybox-static kmod nvme-cli fio iproute2 rdma-core ibverbs-utils libc6 bpftool \
       "linux-image-$KV" 2>/dev/null || true
+    cat "$KROOT/packages" 2>/dev/null || true  # a fetched kernel's package versions
   } | sha256sum | cut -c1-16
 }
 BASE=$CACHE/base-$KV-$(base_key).cpio
@@ -149,11 +155,12 @@ if [ ! -s "$BASE" ]; then
   mv "$BASE.tmp" "$BASE"
 fi
 # PVH direct boot of the uncompressed vmlinux skips SeaBIOS and the decompressor (~6 s under TCG).
-VMLINUX=$CACHE/vmlinux-$KV-$(sha256sum "/boot/vmlinuz-$KV" | cut -c1-16)
+VMLINUZ=$KROOT/boot/vmlinuz-$KV
+VMLINUX=$CACHE/vmlinux-$KV-$(sha256sum "$VMLINUZ" | cut -c1-16)
 if [ ! -s "$VMLINUX" ]; then
-  say "extracting vmlinux from /boot/vmlinuz-$KV"
+  say "extracting vmlinux from $VMLINUZ"
   rm -f "$CACHE"/vmlinux-"$KV"-*
-  python3 - "/boot/vmlinuz-$KV" "$VMLINUX.tmp" <<'PY'
+  python3 - "$VMLINUZ" "$VMLINUX.tmp" <<'PY'
 # The bzImage setup header locates the compressed payload; its last 4 bytes are the size.
 import lzma, struct, subprocess, sys, zlib
 d = open(sys.argv[1], 'rb').read()
