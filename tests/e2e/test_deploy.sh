@@ -217,6 +217,24 @@ if command -v promtool >/dev/null; then
   promtool check config "$WORK/prometheus.yml" >"$WORK/promcfg.log" 2>&1 ||
     fail "promtool check config: $(cat "$WORK/promcfg.log")"
   pass "deploy/prometheus/prometheus.yml: $(grep -c 'SUCCESS' "$WORK/promcfg.log") checks passed"
+  # The 3.x form: prometheus.yml plus only fallback_scrape_protocol (comments aside); both forms
+  # and the Kubernetes one valid to promtool 3.5 (whose build has kubernetes_sd_configs).
+  python3 - "$WORK/prometheus.yml" "$WORK/prometheus-3.yml" <<'PY' || fail "prometheus-3.yml is not prometheus.yml plus the 3.x keys"
+import re, sys
+def body(path):
+    return [l for l in open(path) if l.strip() and not l.lstrip().startswith("#")
+            and not re.match(r"\s*fallback_scrape_protocol:", l)]
+sys.exit(body(sys.argv[1]) != body(sys.argv[2]))
+PY
+  if dir35=$("$E2E_DIR/fetch_prometheus.sh" 3.5 2>"$WORK/fetch35.log"); then
+    for f in prometheus-3.yml prometheus.yml prometheus-kubernetes.yml; do
+      "$dir35/promtool" check config "$WORK/$f" >"$WORK/promcfg35.log" 2>&1 ||
+        fail "promtool 3.5 check config $f: $(cat "$WORK/promcfg35.log")"
+    done
+    pass "deploy/prometheus/prometheus-3.yml, prometheus.yml and prometheus-kubernetes.yml: valid to promtool 3.5"
+  else
+    echo "SKIP: Prometheus 3.5 unavailable, prometheus-3.yml not checked: $(tail -n 1 "$WORK/fetch35.log")"
+  fi
   if promtool check config "$WORK/prometheus-kubernetes.yml" >"$WORK/promk8s.log" 2>&1; then
     pass "deploy/prometheus/prometheus-kubernetes.yml: valid"
   elif grep -q 'field kubernetes_sd_configs not found' "$WORK/promk8s.log"; then
