@@ -1,0 +1,71 @@
+# Scenario smoke: one short boot of everything an operator installs, for the kernels at the
+# matrix's edges (CI runs it on 5.10 and 7.2; the full suite runs on 6.1 and 6.12). Target and
+# host of NVMe/RDMA (port 1) and NVMe/TCP (port 2) in this VM; `nvmeof_exporter probe` (kept in
+# probe.txt, its debug log with the verifier's messages in probe-debug.txt; with
+# --bpf.transport-stages in probe-transport*.txt); the exporter at its
+# defaults (the default hook tier, the lifecycle hooks) with bpf.enable_stats and bpf.sample_every 1;
+# per transport a 4 KiB randread of IOS I/Os at queue depth 1 between two scrapes;
+# the path disks' /proc/diskstats around each. check.py scenario_smoke checks the collectors,
+# topology and rdma netlink, and the eBPF counts against fio's, or that the exporter says why
+# it has none.
+. /opt/vm/lib.sh
+conf SCENARIO smoke
+IOS=${IOS:-500}
+conf IOS "$IOS"
+conf KERNEL "$(uname -r)"
+EXPORTER_START_TIMEOUT=180
+load_modules
+setup_net || die "network/rxe setup"
+setup_target rdma 1 4420 nqn.2024-01.io.nvmeof-exporter:vm-smoke-rdma /dev/nullb0 || die "nvmet rdma"
+conf RDMA_NQN nqn.2024-01.io.nvmeof-exporter:vm-smoke-rdma
+setup_target tcp 2 4421 nqn.2024-01.io.nvmeof-exporter:vm-smoke-tcp /dev/nullb1 || die "nvmet tcp"
+conf TCP_NQN nqn.2024-01.io.nvmeof-exporter:vm-smoke-tcp
+connect rdma 4420 nqn.2024-01.io.nvmeof-exporter:vm-smoke-rdma || die "nvme connect rdma"
+conf RDMA_CONTROLLER "$CTRL"
+conf RDMA_DEV "$DEV"
+RDMA_DEV=$DEV
+connect tcp 4421 nqn.2024-01.io.nvmeof-exporter:vm-smoke-tcp || die "nvme connect tcp"
+conf TCP_CONTROLLER "$CTRL"
+conf TCP_DEV "$DEV"
+TCP_DEV=$DEV
+mark probe_start
+$EXPORTER probe --log.level=debug >"$R/probe.txt" 2>"$R/probe-debug.txt"
+echo "probe exit $?" >>"$R/probe.txt"
+# The transport tier's hooks as well (what the compatibility table reports for that tier).
+$EXPORTER probe --bpf.transport-stages --log.level=debug >"$R/probe-transport.txt" 2>"$R/probe-transport-debug.txt"
+echo "probe exit $?" >>"$R/probe-transport.txt"
+mark probe_done
+printf 'bpf:\n  enable_stats: true\n  sample_every: 1\n' >/tmp/smoke.yml
+EXPORTER_ARGS="--config.file=/tmp/smoke.yml ${EXPORTER_ARGS:-}" start_exporter || die "exporter"
+diskstats() { grep -E ' nvme[0-9]+(c[0-9]+)?n[0-9]+ ' /proc/diskstats >"$R/diskstats-$1.txt"; }
+for t in rdma tcp; do
+	eval dev=\$$(echo $t | tr a-z A-Z)_DEV
+	snapshot "$t-before"
+	diskstats "$t-before"
+	fio --name="$t-randread" --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+		--iodepth=1 --number_ios="$IOS" --size=256m --output-format=json \
+		--output="$R/fio-$t.json" || fail "fio $t"
+	diskstats "$t-after"
+	snapshot "$t-after"
+done
+# `record` (its own eBPF object) of every command on both roles during a short NVMe/TCP read,
+# with libbpf's warnings (a refused load's verifier log): it exits non-zero when it recorded nothing.
+mark record_start
+NVMEOF_LIBBPF_LOG=1 $EXPORTER record --role=both -s 1 -o "$R/rec" 2>"$R/record-debug.txt" &
+REC_PID=$!
+deadline 240
+until grep -q 'recording' "$R/record-debug.txt" 2>/dev/null; do
+	[ -d "/proc/$REC_PID" ] || break
+	before_deadline || break
+	sleep 0.5
+done
+mark record_ready
+fio --name=record --filename="$TCP_DEV" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+	--iodepth=1 --number_ios="$IOS" --size=256m --output-format=json \
+	--output="$R/fio-record.json" || fail "fio record"
+kill -INT $REC_PID 2>/dev/null
+wait $REC_PID
+echo "$?" >"$R/record-exit-code"
+grep -v -e '^libbpf' -e '^[0-9]*: ' "$R/record-debug.txt" | tail -5
+mark record_done
+finish
