@@ -516,6 +516,82 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
         self.fio('io')
         self.exporter_alive()
 
+    def scenario_smoke(self):
+        """smoke.sh (CI on 5.10 and 7.2): per transport, around a randread of IOS I/Os, every
+        collector succeeds, rxe0, both controllers and the target's subsystem and port are as
+        configured, hw_counters match the kernel's, rdma netlink reports rxe0. eBPF: where it is
+        available, host and target nvmeof_commands_total and the backing disk's
+        nvmeof_block_requests_total rose by fio's I/O count and the host end to end counted
+        them all (sample_every 1); where it is not, the exporter and `probe` say why: that is
+        printed as a named skip, and it fails only when nothing names the reason."""
+        e = self.env
+        ios = int(e.get('IOS') or 0)
+
+        def delta(before, after, name, **labels):
+            return sum(sign * v for scrape, sign in ((after, 1), (before, -1))
+                       for n, l, v in scrape
+                       if n == name and all(l.get(k) == val for k, val in labels.items()))
+
+        last = []
+        for t in ('rdma', 'tcp'):
+            T = t.upper()
+            before, after = self.metrics(t + '-before'), self.metrics(t + '-after')
+            for where, samples in ((t + '-before', before), (t + '-after', after)):
+                self.collectors_ok(samples, where)
+                self.rdma_port(samples, where)
+                self.rdma_counters_bracketed(samples, where)
+                self.expect_one(samples, where, 'nvmeof_controller_info', 1.0,
+                                controller=e[T + '_CONTROLLER'], transport=t, nqn=e[T + '_NQN'])
+                self.expect_one(samples, where, 'nvmeof_controller_state', 1.0,
+                                controller=e[T + '_CONTROLLER'], state='live')
+                self.expect_one(samples, where, 'nvmeof_target_subsystem_info', 1.0, nqn=e[T + '_NQN'])
+                self.expect_one(samples, where, 'nvmeof_target_port_subsystem', 1.0, nqn=e[T + '_NQN'])
+                self.check(bool(self.find(samples, 'nvmeof_rdma_netlink_device_info', protocol='roce')),
+                           '%s nvmeof_rdma_netlink_device_info{protocol="roce"}' % where)
+            self.fio(t)
+            avail = {s[1].get('reason'): s[2] for s in self.find(after, 'nvmeof_exporter_bpf_available')}
+            last = after
+            if avail.get('ok') != 1:
+                why = [r for r in avail if r != 'ok']
+                self.check(bool(why),
+                           'SKIP %s eBPF counts: eBPF unavailable, reason %s' % (t, why), str(avail))
+                continue
+            for role in ('host', 'target'):
+                got = delta(before, after, 'nvmeof_commands_total', role=role, transport=t, op='read')
+                self.check(got == ios, '%s %s nvmeof_commands_total{op="read"} rose by fio\'s %d I/Os' % (t, role, ios),
+                           'rose by %g' % got)
+            got = delta(before, after, 'nvmeof_command_latency_seconds_count', role='host', transport=t,
+                        op='read')
+            self.check(got == ios, '%s host end to end counted fio\'s %d I/Os (sample_every 1)' % (t, ios),
+                       'counted %g' % got)
+            disk = {'rdma': 'nullb0', 'tcp': 'nullb1'}[t]  # the target's backing disk (smoke.sh)
+            got = delta(before, after, 'nvmeof_block_requests_total', disk=disk, op='read')
+            self.check(got == ios,
+                       '%s nvmeof_block_requests_total{disk="%s",op="read"} rose by fio\'s %d I/Os' % (t, disk, ios),
+                       'rose by %g' % got)
+        # What the exporter says of each hook: attached (and how), or missing and why (probe).
+        hooks = {s[1].get('hook'): s[1].get('mechanism') for s in
+                 self.find(last, 'nvmeof_exporter_bpf_hook_attached') if s[2] == 1}
+        missing = sorted({s[1].get('hook') for s in self.find(last, 'nvmeof_exporter_bpf_hook_attached')
+                          if s[2] != 1 or s[1].get('mechanism') == 'none'})
+        print('info hooks attached: %s' % ' '.join('%s=%s' % kv for kv in sorted(hooks.items())))
+        print('info hooks missing: %s' % ' '.join(missing))
+        probe = os.path.join(self.dir, 'probe.txt')
+        self.check(os.path.exists(probe) and 'probe exit' in open(probe).read(), 'probe.txt present')
+        # record: recorded the fio reads on both roles and exited 0, or exited non-zero saying why.
+        rc_path = os.path.join(self.dir, 'record-exit-code')
+        rc = open(rc_path).read().strip() if os.path.exists(rc_path) else 'none'
+        recs = {role: sum(1 for _ in open(p)) for role in ('host', 'target')
+                for p in [os.path.join(self.dir, 'rec.%s.jsonl' % role)] if os.path.exists(p)}
+        if rc == '0':
+            self.check(all(recs.get(r, 0) >= ios for r in ('host', 'target')),
+                       'record -s 1: at least fio\'s %d records per role' % ios, str(recs))
+        else:
+            log = os.path.join(self.dir, 'record-debug.txt')
+            tail = [l for l in open(log, errors='replace') if not re.match(r'(libbpf|\d+: )', l)][-2:] if os.path.exists(log) else []
+            self.check(False, 'record -s 1 exited 0', 'exit %s, records %s: %s' % (rc, recs, ' '.join(tail)[:400]))
+        self.exporter_alive()
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
