@@ -61,6 +61,8 @@ struct Scraper::Slot {
   std::condition_variable cv;
   bool stopping = false;
   bool running = false;
+  bool has_worker = false;             // the slot's worker thread exists
+  bool requested = false;              // a run is asked of the worker and not yet begun
   bool overdue = false;                // the run in flight has missed some scrape's deadline
   Clock::time_point started{};         // of the run in flight
   std::uint64_t finished = 0;          // runs finished so far
@@ -71,28 +73,58 @@ struct Scraper::Slot {
 
 namespace {
 
-// Starts a run on a detached thread; the thread keeps the slot (and so the collector) alive.
-// Called with slot->mu held. Returns false if no thread could be started.
+// The slot's worker: a detached thread that waits for a run to be asked (`requested`), runs the
+// collector and publishes the result, then waits again, until the scraper shuts down. It holds
+// the slot, and so the collector, so a run stuck in the kernel may outlive the scraper. One
+// thread per collector for the scraper's life, started at its first run: a scrape hands each
+// collector's run to a thread that exists already instead of creating one (a clone3 and an exit
+// per collector per scrape before), while a hung collector still hangs only its own worker.
+void Work(std::shared_ptr<Scraper::Slot> slot) {
+  std::unique_lock<std::mutex> lock(slot->mu);
+  for (;;) {
+    slot->cv.wait(lock, [&] { return slot->requested || slot->stopping; });
+    if (slot->stopping) {
+      if (slot->requested) {  // asked just before shutdown: never begun, so not running
+        slot->requested = false;
+        slot->running = false;
+        slot->cv.notify_all();
+      }
+      slot->has_worker = false;
+      return;
+    }
+    slot->requested = false;
+    lock.unlock();
+    auto result = std::make_shared<const Result>(RunOne(*slot->collector));
+    lock.lock();
+    if (slot->overdue) {
+      LogWarn("collector returned after its scrape deadline",
+              Kv("collector", slot->name) + " " + Kv("seconds", Seconds(result->seconds)));
+    }
+    slot->sanitized += result->sink.sanitized();
+    slot->last = std::move(result);
+    ++slot->finished;
+    slot->running = false;
+    slot->cv.notify_all();
+  }
+}
+
+// Asks the slot's worker for a run, starting the worker if it has none yet. Called with
+// slot->mu held and no run in flight. Returns false if no thread could be started.
 bool StartRun(const std::shared_ptr<Scraper::Slot>& slot) {
   slot->running = true;
   slot->overdue = false;
   slot->started = Clock::now();
+  slot->requested = true;
+  if (slot->has_worker) {
+    slot->cv.notify_all();
+    return true;
+  }
   try {
-    std::thread([slot] {
-      auto result = std::make_shared<const Result>(RunOne(*slot->collector));
-      std::lock_guard<std::mutex> lock(slot->mu);
-      if (slot->overdue) {
-        LogWarn("collector returned after its scrape deadline",
-                Kv("collector", slot->name) + " " + Kv("seconds", Seconds(result->seconds)));
-      }
-      slot->sanitized += result->sink.sanitized();
-      slot->last = std::move(result);
-      ++slot->finished;
-      slot->running = false;
-      slot->cv.notify_all();
-    }).detach();
+    std::thread(Work, slot).detach();
+    slot->has_worker = true;
   } catch (const std::system_error& e) {
     slot->running = false;
+    slot->requested = false;
     LogError("cannot start collector thread",
              Kv("collector", slot->name) + " " + Kv("err", e.what()));
     return false;
@@ -251,6 +283,7 @@ MetricSink Scraper::CollectAll(Duration timeout) {
     // Concurrent scrapes may share one run's result, so each appends a copy.
     if (r) out.Append(MetricSink(r->sink));
   }
+  if (self_metrics_) self_metrics_(self);
   out.Append(std::move(self));
   EmitProcessMetrics(out);
   return out;

@@ -3,10 +3,13 @@
 // adding the exporter's own series (build info, per-collector
 // success/duration/skips/timeouts/sanitized).
 //
-// Deadlines: every scrape has one. Each collector run happens on its own detached thread that
-// shares ownership of the collector and its state (Slot), so a run stuck in the kernel (a sysfs
-// read that waits on firmware, a hung FUSE or NFS file) can outlive the scrape, and even the
-// Scraper, without dangling. A collector that misses the deadline is reported with success 0,
+// Deadlines: every scrape has one. Each collector runs on its own detached worker thread, started
+// at its first run and reused by every later scrape until Shutdown(), that shares ownership of the
+// collector and its state (Slot), so a run stuck in the kernel (a sysfs read that waits on
+// firmware, a hung FUSE or NFS file) can outlive the scrape, and even the Scraper, without
+// dangling, and a scrape never waits past its deadline. (A run on the scraping thread would save
+// the two thread wakeups, but a hung collector would then hang the HTTP connection and hold a slot
+// of the scrape cap for good.) A collector that misses the deadline is reported with success 0,
 // its timeouts counter incremented and no series of its own. It is not started again until that
 // run returns: later scrapes report it as timed out at once. So there is at most one run per
 // collector at any time, and the threads the scraper owns are bounded by the collector count.
@@ -16,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +47,9 @@ class Scraper {
   std::string Scrape(Duration timeout, bool protobuf);
   // The same, as families (for tests).
   MetricSink CollectAll(Duration timeout);
+  // Series added to every scrape after the collectors' own self-metrics (e.g. the web server's
+  // counters). Set before the first scrape; called on the scraping threads, concurrently.
+  void SetSelfMetrics(std::function<void(MetricSink&)> emit) { self_metrics_ = std::move(emit); }
   // Makes scrapes waiting now and later return at once (collectors not done count as timed
   // out), so the web server's threads can be joined on shutdown while a collector is stuck.
   void Shutdown();
@@ -51,6 +58,7 @@ class Scraper {
 
  private:
   std::vector<std::shared_ptr<Slot>> slots_;
+  std::function<void(MetricSink&)> self_metrics_;
   // The size of the last scrape per format, to reserve the next one's string at once.
   std::atomic<size_t> text_size_hint_{0};
   std::atomic<size_t> protobuf_size_hint_{0};

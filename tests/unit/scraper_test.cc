@@ -3,6 +3,8 @@
 #include "exporter/scraper.h"
 
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -78,6 +80,62 @@ bool WaitUntilReturned(Scraper& s, BlockingCollector& b, int runs) {
     std::this_thread::sleep_for(20ms);
   }
   return false;
+}
+
+// Records the kernel thread id of every run.
+class ThreadRecordingCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "recording"; }
+  bool Collect(MetricSink& out) override {
+    std::lock_guard<std::mutex> lock(mu);
+    tids.push_back(static_cast<long>(syscall(SYS_gettid)));
+    out.Gauge("nvmeof_test_recording", "test", {}, 1);
+    return true;
+  }
+  std::mutex mu;
+  std::vector<long> tids;
+};
+
+// Every scrape hands the collector's run to the same worker thread (one per collector), instead
+// of starting a thread per collector per scrape; the worker is not the scraping thread.
+TEST(ScraperWorkers, OneThreadPerCollectorAcrossScrapes) {
+  auto recording = std::make_shared<ThreadRecordingCollector>();
+  Scraper s(std::vector<std::shared_ptr<Collector>>{recording});
+  for (int i = 0; i < 5; ++i) {
+    auto sink = s.CollectAll(10s);
+    EXPECT_EQ(Value(sink, "nvmeof_test_recording"), 1);
+  }
+  std::lock_guard<std::mutex> lock(recording->mu);
+  ASSERT_EQ(recording->tids.size(), 5u);
+  for (long tid : recording->tids) EXPECT_EQ(tid, recording->tids[0]);
+  EXPECT_NE(recording->tids[0], static_cast<long>(syscall(SYS_gettid)));
+}
+
+// The worker ends with the scraper, letting go of the collector.
+TEST(ScraperWorkers, WorkerEndsWithTheScraper) {
+  auto recording = std::make_shared<ThreadRecordingCollector>();
+  {
+    Scraper s(std::vector<std::shared_ptr<Collector>>{recording});
+    s.CollectAll(10s);
+    EXPECT_GT(recording.use_count(), 1);  // held by the scraper and its worker
+  }
+  for (int i = 0; i < 200 && recording.use_count() > 1; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(recording.use_count(), 1);
+}
+
+TEST(ScraperSelfMetrics, AddedToEveryScrape) {
+  std::vector<std::unique_ptr<Collector>> cs;
+  cs.push_back(std::make_unique<FastCollector>());
+  Scraper s(std::move(cs));
+  int calls = 0;
+  s.SetSelfMetrics([&](MetricSink& out) {
+    ++calls;
+    out.Counter("nvmeof_exporter_http_connections_total", "test", {}, 7);
+  });
+  auto sink = s.CollectAll(1s);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_http_connections_total"), 7);
+  s.CollectAll(1s);
+  EXPECT_EQ(calls, 2);
 }
 
 TEST(ScraperProcess, ServesClientLibraryProcessMetrics) {
