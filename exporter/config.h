@@ -17,7 +17,9 @@ struct WebOptions {
   std::string config_file;    // exporter-toolkit web config (TLS, basic auth)
   int max_requests = 4;       // concurrent scrapes; more get 503
   int max_connections = 512;  // open connections; more are refused at accept
-  int timeout_seconds = 10;   // idle/slow connection timeout
+  // Idle/slow connection timeout. Above the usual scrape intervals (15 s to 1 min), so a
+  // scraper's kept-alive connection lasts from one scrape to the next.
+  int timeout_seconds = 120;
   // Longest a scrape may take; the scraper's X-Prometheus-Scrape-Timeout-Seconds header
   // (less a margin) may shorten it. Collectors still running then are left out.
   double scrape_timeout_seconds = 10;

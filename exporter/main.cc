@@ -59,6 +59,12 @@ int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
     enabled += (enabled.empty() ? "" : ",") + std::string(info.name);
   }
   scraper = std::make_unique<nvmeof::Scraper>(std::move(collectors));
+  scraper->SetSelfMetrics([&server](nvmeof::MetricSink& out) {
+    out.Counter("nvmeof_exporter_http_connections_total",
+                "TCP connections the web server accepted. A scraper that keeps its connection "
+                "alive adds one; growing with every scrape means scrapers reconnect.",
+                {}, static_cast<double>(server.connections_accepted()));
+  });
   // Set up: from here on only the module watcher (and rdma_netlink's STAT_SET, if configured)
   // can need a capability. Before ready, so no scrape ever runs with more.
   nvmeof::DropCapabilitiesAfterStartup(options);

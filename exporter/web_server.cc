@@ -66,6 +66,13 @@ std::string LandingPage(const std::string& telemetry_path) {
          ")</p>\n</body></html>\n";
 }
 
+// MHD_OPTION_NOTIFY_CONNECTION: counts accepted connections into the std::atomic in `cls`.
+void CountConnection(void* cls, MHD_Connection*, void**, MHD_ConnectionNotificationCode code) {
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    static_cast<std::atomic<std::uint64_t>*>(cls)->fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 }  // namespace
 
 bool AcceptsGzip(const char* accept_encoding) {
@@ -140,7 +147,9 @@ bool WebServer::Start(std::string* error) {
   // by --web.max-connections (idle ones end after --web.connection-timeout); collector runs
   // are bounded separately by the scraper (one per collector). Suspend/resume with a scrape
   // worker would bound threads tighter but would need resuming every suspended connection
-  // before MHD_stop_daemon; not worth it at an exporter's connection counts.
+  // before MHD_stop_daemon; not worth it at an exporter's connection counts. Connections are
+  // kept alive (see Dispatch): a scraper's connection, and its thread, serve every scrape until
+  // the scraper closes it or it idles past --web.connection-timeout.
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
                    MHD_USE_ERROR_LOG;
   if (addr.ss_family == AF_INET6) flags |= MHD_USE_DUAL_STACK;
@@ -153,6 +162,8 @@ bool WebServer::Start(std::string* error) {
       // Requests are a header or two; 32 KiB is enough and bounds memory per connection.
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 32 * 1024, nullptr},
       {MHD_OPTION_LISTEN_BACKLOG_SIZE, 128, nullptr},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&CountConnection),
+       &connections_accepted_},
   };
   if (config_.tls()) {
     opts.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(config_.cert_pem.c_str())});
@@ -182,13 +193,32 @@ void WebServer::Stop() {
   }
 }
 
+namespace {
+// True if the request says a body follows (Content-Length other than 0, or Transfer-Encoding).
+bool AnnouncesBody(MHD_Connection* connection) {
+  const char* length =
+      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  return (length && std::strspn(length, "0") != std::strlen(length)) ||
+         MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                     MHD_HTTP_HEADER_TRANSFER_ENCODING) != nullptr;
+}
+}  // namespace
+
 int WebServer::Dispatch(void* cls, MHD_Connection* connection, const char* url, const char* method,
                         const char*, const char*, size_t* upload_data_size, void** con_cls) {
-  // First call per request: headers only. Answer at once; we never accept a body, and MHD
-  // discards one if sent.
-  (void)con_cls;
-  if (*upload_data_size != 0) {
-    *upload_data_size = 0;
+  // MHD calls this first with the headers only (*con_cls null), then once per piece of a body,
+  // then once with *upload_data_size 0. A response queued on the first call is "early": MHD
+  // 0.9.7x cannot know that no body follows, so it stops reading the connection and answers
+  // `Connection: close`. Answering there made every scrape open a new connection (and pay a
+  // TLS handshake). So a request that announces no body (every scrape) is answered on the last
+  // call, and the connection stays open for the next one. One that announces a body (we never
+  // take one) is still answered at once, and its connection closed, rather than read.
+  static char headers_seen;
+  if (*con_cls == nullptr) {
+    *con_cls = &headers_seen;
+    if (!AnnouncesBody(connection)) return MHD_YES;
+  } else if (*upload_data_size != 0) {
+    *upload_data_size = 0;  // a body nobody announced: discard
     return MHD_YES;
   }
   return static_cast<WebServer*>(cls)->Handle(connection, url ? url : "", method ? method : "");

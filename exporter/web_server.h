@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -37,6 +38,12 @@ class WebServer {
   void SetReady(bool ready) { ready_.store(ready, std::memory_order_release); }
   // Port actually bound (useful with port 0 in tests).
   int port() const { return port_; }
+  // TCP connections accepted since Start() (served as nvmeof_exporter_http_connections_total).
+  // With keep-alive a scraper opens one and reuses it; this growing with every scrape means the
+  // scraper reconnects (e.g. --web.connection-timeout below its scrape interval).
+  std::uint64_t connections_accepted() const {
+    return connections_accepted_.load(std::memory_order_relaxed);
+  }
 
  private:
   static int Dispatch(void* cls, MHD_Connection* connection, const char* url, const char* method,
@@ -53,6 +60,7 @@ class WebServer {
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
   std::atomic<int> in_flight_{0};
+  std::atomic<std::uint64_t> connections_accepted_{0};
   std::atomic<bool> ready_{false};
   // Passwords that verified, keyed by user, so bcrypt (tens of ms) runs once per credential.
   std::mutex auth_mu_;

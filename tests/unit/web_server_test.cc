@@ -6,8 +6,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <future>
+#include <memory>
 #include <vector>
 
 namespace nvmeof {
@@ -33,6 +36,62 @@ std::string Get(int port, const std::string& path, const std::string& extra_head
   close(fd);
   return out;
 }
+
+// A client connection that sends HTTP/1.1 requests one after another on one socket.
+class KeepAliveClient {
+ public:
+  explicit KeepAliveClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    timeval tv{5, 0};  // a reply that never comes fails the test instead of hanging it
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~KeepAliveClient() { close(fd_); }
+  bool connected() const { return connected_; }
+  // Sends one GET and reads its reply (headers and Content-Length bytes of body); "" if the
+  // server closed the connection or sent nothing in 5 s.
+  std::string Get(const std::string& path) {
+    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    if (send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+      return "";
+    }
+    std::string in;
+    char buf[4096];
+    for (;;) {
+      const size_t end = in.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        const size_t cl = in.find("Content-Length: ");
+        const size_t length = cl < end ? std::stoul(in.substr(cl + 16)) : 0;
+        if (in.size() >= end + 4 + length) return in;
+      }
+      const ssize_t n = read(fd_, buf, sizeof buf);
+      if (n <= 0) return "";
+      in.append(buf, static_cast<size_t>(n));
+    }
+  }
+  // Seconds until the server closes the connection (read returns 0), or -1 if it stays open
+  // for `limit` seconds.
+  double SecondsUntilClosed(double limit) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    char buf[256];
+    while (elapsed() < limit) {
+      const ssize_t n = read(fd_, buf, sizeof buf);  // SO_RCVTIMEO: wakes every 5 s at most
+      if (n == 0) return elapsed();
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return elapsed();
+    }
+    return -1;
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
 
 std::string Gunzip(const std::string& data) {
   z_stream zs{};
@@ -150,6 +209,113 @@ TEST(WebServer, ConcurrentScrapesPastTheCapGet503) {
   EXPECT_NE(Get(server.port(), "/metrics").find("503"), std::string::npos);
   gate.Release();
   EXPECT_NE(first.get().find("200 OK"), std::string::npos);
+}
+
+// Keep-alive: a scraper's next request is served on the connection it already has. MHD
+// 0.9.7x answers a response queued with the request's headers with `Connection: close`; the
+// server must answer on the request's last callback instead.
+TEST(WebServerKeepAlive, TwoRequestsOnOneConnection) {
+  int scrapes = 0;
+  WebServer server(LoopbackOptions(), {}, [&](double) {
+    ++scrapes;
+    return std::string("up 1\n");
+  });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
+  KeepAliveClient client(server.port());
+  ASSERT_TRUE(client.connected());
+  for (const char* path : {"/metrics", "/nope", "/metrics", "/-/healthy"}) {
+    const auto reply = client.Get(path);
+    ASSERT_FALSE(reply.empty()) << path << ": no reply on the kept connection";
+    EXPECT_EQ(reply.find("Connection: close"), std::string::npos) << reply;
+  }
+  EXPECT_EQ(scrapes, 2);
+  EXPECT_EQ(server.connections_accepted(), 1u);
+  // A second client is a second connection.
+  EXPECT_NE(Get(server.port(), "/metrics").find("200 OK"), std::string::npos);
+  EXPECT_EQ(server.connections_accepted(), 2u);
+}
+
+// A request that announces a body is answered at once, without reading the body, and closed.
+TEST(WebServerKeepAlive, RequestWithBodyIsAnsweredAndClosed) {
+  WebServer server(LoopbackOptions(), {}, [](double) { return std::string("up 1\n"); });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
+  const auto reply = Get(server.port(), "/metrics", "Content-Length: 1000000\r\n");
+  EXPECT_NE(reply.find("Connection: close"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("\r\n\r\nup 1\n"), std::string::npos) << reply;
+}
+
+TEST(WebServerKeepAlive, IdleTimeoutClosesAKeptConnection) {
+  auto options = LoopbackOptions();
+  options.timeout_seconds = 1;
+  WebServer server(options, {}, [](double) { return std::string("up 1\n"); });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
+  KeepAliveClient client(server.port());
+  ASSERT_NE(client.Get("/metrics").find("200 OK"), std::string::npos);
+  // Kept open past the reply, then closed once idle for the timeout (MHD checks about once a
+  // second; a loaded machine adds more).
+  const double closed_after = client.SecondsUntilClosed(10);
+  EXPECT_GE(closed_after, 0.5);
+  EXPECT_LT(closed_after, 8);
+  EXPECT_NE(closed_after, -1) << "an idle keep-alive connection was never closed";
+}
+
+TEST(WebServerKeepAlive, ScrapeCapStillAnswers503AndTheConnectionStays) {
+  ScrapeGate gate;
+  auto options = LoopbackOptions();
+  options.max_requests = 1;
+  WebServer server(options, {}, [&](double timeout) { return gate.Hold(timeout); });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
+  KeepAliveClient first(server.port()), second(server.port());
+  auto held = std::async(std::launch::async, [&] { return first.Get("/metrics"); });
+  gate.WaitHeld(1);
+  EXPECT_NE(second.Get("/metrics").find("503"), std::string::npos);
+  gate.Release();
+  EXPECT_NE(held.get().find("200 OK"), std::string::npos);
+  // Both connections serve their next scrape: the 503 did not close the second.
+  EXPECT_NE(second.Get("/metrics").find("200 OK"), std::string::npos);
+  EXPECT_NE(first.Get("/metrics").find("200 OK"), std::string::npos);
+  EXPECT_EQ(server.connections_accepted(), 2u);
+}
+
+TEST(WebServerKeepAlive, MaxConnectionsStillRefusesMore) {
+  auto options = LoopbackOptions();
+  options.max_connections = 2;
+  WebServer server(options, {}, [](double) { return std::string("up 1\n"); });
+  std::string error;
+  ASSERT_TRUE(server.Start(&error)) << error;
+  server.SetReady(true);
+  KeepAliveClient a(server.port()), b(server.port());
+  ASSERT_NE(a.Get("/metrics").find("200 OK"), std::string::npos);
+  ASSERT_NE(b.Get("/metrics").find("200 OK"), std::string::npos);
+  // Two kept connections fill the limit: a third is accepted by the kernel and closed by MHD.
+  KeepAliveClient c(server.port());
+  EXPECT_EQ(c.Get("/metrics"), "");
+  EXPECT_NE(a.Get("/metrics").find("200 OK"), std::string::npos);
+}
+
+// Stopping the server does not wait for idle kept connections to time out.
+TEST(WebServerKeepAlive, StopClosesIdleConnectionsAtOnce) {
+  auto options = LoopbackOptions();
+  options.timeout_seconds = 60;
+  auto server = std::make_unique<WebServer>(options, WebConfig{},
+                                            [](double) { return std::string("up 1\n"); });
+  std::string error;
+  ASSERT_TRUE(server->Start(&error)) << error;
+  server->SetReady(true);
+  KeepAliveClient client(server->port());
+  ASSERT_NE(client.Get("/metrics").find("200 OK"), std::string::npos);
+  const auto start = std::chrono::steady_clock::now();
+  server.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_GE(client.SecondsUntilClosed(5), 0);
 }
 
 TEST(WebServer, HealthyAlwaysReadyOnceSetUp) {
