@@ -98,9 +98,9 @@ std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
 // `lifespan` is the driver's cache time in ms, a setting and not a counter.
 std::map<std::string, std::optional<std::uint64_t>> ReadHwCounters(const std::string& dir) {
   std::map<std::string, std::optional<std::uint64_t>> counters;
-  for (const auto& name : ListDir(dir)) {
+  for (auto& [name, value] : ReadU64Dir(dir)) {
     if (name == "lifespan") continue;
-    counters.emplace(name, ReadU64(dir + "/" + name));
+    counters.emplace(std::move(name), value);
   }
   return counters;
 }
@@ -270,8 +270,7 @@ class RdmaCollector : public Collector {
   // counters/: IB PMA port counters. Ports without a PMA (iWARP) answer "N/A (no PMA)".
   void CollectPortCounters(const std::string& dir, const std::string& dev, const std::string& port,
                            MetricSink& out) {
-    for (const auto& name : ListDir(dir)) {
-      auto value = ReadU64(dir + "/" + name);
+    for (const auto& [name, value] : ReadU64Dir(dir)) {
       if (!value) {
         out.Skip();
         continue;
