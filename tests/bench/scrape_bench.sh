@@ -8,8 +8,12 @@
 #    the same RDMA fixture (tests/fixtures/sysfs, its mlx5 devices: the ones node_exporter can read), scraped over HTTP in turn: p50/p99 and the
 #    time ratio. Needs Debian's prometheus-node-exporter (or NODE_EXPORTER=path); without it
 #    part 2 is skipped and says so.
+# 3. The same two, each scraped as fast as one client on one connection can (wrk -c1 -t1,
+#    Debian's `wrk`; skipped with a message when not installed): scrapes/s kept alive, then
+#    with `Connection: close` on every request (a new connection per scrape), in turn and
+#    WRK_ROUNDS times (the two see the same load), and ours/node_exporter.
 #   tests/bench/scrape_bench.sh [build dir]    HISTOGRAMS=450 COUNTERS=1000 ROUNDS=200
-#                                              HTTP_ROUNDS=2000
+#                                              HTTP_ROUNDS=2000 WRK_SECONDS=10 WRK_ROUNDS=2
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
@@ -69,3 +73,28 @@ echo "same fixture (tests/fixtures/sysfs without ${dropped[*]}): ours $(grep -vc
 "$BUILD/tests/scrape_bench" --http \
   "nvmeof_exporter rdma=http://127.0.0.1:$OURS/metrics" \
   "node_exporter infiniband=http://127.0.0.1:$THEIRS/metrics" "${HTTP_ROUNDS:-2000}"
+
+echo
+if ! command -v wrk >/dev/null; then
+  echo "wrk comparison SKIPPED: apt-get install wrk"
+  exit 0
+fi
+# rps PORT [wrk flags]: scrapes/s of one wrk client on one connection (non-2xx fail the bench).
+rps() {
+  local port=$1 out
+  shift
+  out=$(wrk -c1 -t1 -d"${WRK_SECONDS:-10}s" "$@" "http://127.0.0.1:$port/metrics")
+  if grep -q 'Non-2xx' <<<"$out"; then echo "$out" >&2; exit 1; fi
+  sed -n 's/^Requests\/sec: *\([0-9.]*\)/\1/p' <<<"$out"
+}
+printf '%-10s %-12s %12s %15s %8s %s\n' round connection "ours/s" "node_exporter/s" ratio load
+for round in $(seq "${WRK_ROUNDS:-2}"); do
+  for mode in keep-alive close; do
+    flags=()
+    [ "$mode" = close ] && flags=(-H "Connection: close")
+    ours=$(rps "$OURS" "${flags[@]}")
+    theirs=$(rps "$THEIRS" "${flags[@]}")
+    printf '%-10s %-12s %12.0f %15.0f %8.2f %s\n' "$round" "$mode" "$ours" "$theirs" \
+      "$(awk -v a="$ours" -v b="$theirs" 'BEGIN { print a / b }')" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  done
+done
