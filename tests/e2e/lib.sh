@@ -78,7 +78,8 @@ PROM_VERSION="" PROM_MAJOR="" PROM_DIR=""
 PROM_PIDS=() PROM_STORAGE=() PROM_RAN=() PROM_SKIPPED=()
 prom_versions() { echo "${NVMEOF_PROMETHEUS_VERSIONS:-2.42 3.5}"; }
 # prom_bin NAME: the selected version's prometheus or promtool (before any use_prometheus: PATH's).
-prom_bin() { if [ -n "$PROM_DIR" ]; then echo "$PROM_DIR/$1"; else command -v "$1" || echo "$1"; fi; }
+# (type -P: PATH's file, never the shell functions of the same name below.)
+prom_bin() { if [ -n "$PROM_DIR" ]; then echo "$PROM_DIR/$1"; else type -P "$1" || echo "/usr/bin/$1"; fi; }
 # `prometheus` and `promtool` in the foreground run the selected version's. Never background
 # them (`prometheus ... &`): use start_prometheus, or "$(prom_bin prometheus)" ... &.
 prometheus() { "$(prom_bin prometheus)" "$@"; }
