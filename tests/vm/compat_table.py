@@ -44,14 +44,19 @@ def parse_probe(path):
             head = line
         elif line.startswith('HOOK'):
             rows = []
+            has_tier = 'TIER' in line.split()  # exporters before the two tiers print no TIER
             sections.append((head, rows))
         elif line.startswith('result:') or not line.strip():
             rows = None
         elif rows is not None:
-            f = line.split(None, 5)
-            if len(f) >= 5:
-                rows.append(dict(hook=f[0], status=f[1], mechanism=f[2], required=f[3], tier=f[4],
-                                 notes=f[5] if len(f) > 5 else ''))
+            n = 5 if has_tier else 4
+            f = line.split(None, n)
+            if len(f) < n:
+                continue
+            tier = f[4] if has_tier else ('default' if f[3] == 'yes' or len(sections) == 1
+                                          else 'transport')
+            rows.append(dict(hook=f[0], status=f[1], mechanism=f[2], required=f[3], tier=tier,
+                             notes=f[n] if len(f) > n else ''))
     return sections
 
 
@@ -116,6 +121,16 @@ def collect(kernel, directory):
         if state == 'absent' and avail and avail[0] != 'ok' and tier != 'lifecycle':
             detail = 'exporter: %s; %s' % (avail[0], detail)
         lines.append('bpf:%s\t%s\t%s' % (tier, state, detail))
+    rc_path = os.path.join(guest, 'record-exit-code')
+    if os.path.exists(rc_path):
+        rc = open(rc_path).read().strip()
+        recs = {}
+        for role in ('host', 'target'):
+            path = os.path.join(guest, 'rec.%s.jsonl' % role)
+            recs[role] = sum(1 for _ in open(path)) if os.path.exists(path) else 0
+        state = 'works' if rc == '0' and all(recs.values()) else 'absent'
+        lines.append('tool:record\t%s\texit %s, records %s' % (state, rc, ' '.join(
+            '%s=%d' % kv for kv in sorted(recs.items()))))
     return '\n'.join(lines) + '\n'
 
 
@@ -139,7 +154,7 @@ def short(state, detail):
 
 
 def table(paths):
-    cols = ['collector:' + c for c in COLLECTORS] + ['bpf:' + t for t in TIERS]
+    cols = ['collector:' + c for c in COLLECTORS] + ['bpf:' + t for t in TIERS] + ['tool:record']
     heads = [c.split(':', 1)[1] + (' tier' if c.startswith('bpf:') and c != 'bpf:block' and
                                    c != 'bpf:lifecycle' else '') for c in cols]
     out = ['| kernel | ' + ' | '.join(heads) + ' |', '|---' * (len(cols) + 1) + '|']
