@@ -14,12 +14,30 @@ static __always_inline __u64* count_slot_at(void* slots, __u32 i, __u64 tag, con
   struct nvmeof_count_slot* s = bpf_map_lookup_elem(slots, &i);
   if (!s) return 0;
   if (s->tag != tag) {
+#ifndef NVMEOF_BPF_BEFORE_5_12
     if (s->tag || __sync_val_compare_and_swap(&s->tag, 0, 2) != 0) return 0;
+#else
+    /* Kernels before 5.12 have no BPF compare-and-swap or exchange (their verifier refuses a
+     * program holding one: "BPF_STX uses reserved fields"), only the atomic add, whose result
+     * a program cannot read. The slot is per-CPU, so only a program nested on this CPU can
+     * race the claim, and it runs to its end inside it: the claimer adds 2 to a free tag and
+     * owns the slot if the tag is 2 then. A nested claim that completed before the add leaves
+     * its (odd) tag + 2: still odd, its key and count still read by userspace, the slot used
+     * by neither afterwards (their counts go to the hash). */
+    if (s->tag) return 0;
+    __sync_fetch_and_add(&s->tag, 2);
+    if (*(volatile __u64*)&s->tag != 2) return 0;
+#endif
     s->key[0] = key[0];
     s->key[1] = words > 1 ? key[1] : 0;
     s->key[2] = words > 2 ? key[2] : 0;
     s->count = 0;
+#ifndef NVMEOF_BPF_BEFORE_5_12
     __sync_lock_test_and_set(&s->tag, tag); /* after the key, for a reader on this CPU */
+#else
+    asm volatile("" ::: "memory"); /* the key first: a program nested here reads it */
+    *(volatile __u64*)&s->tag = tag;
+#endif
   }
   if (s->key[0] != key[0] || (words > 1 && s->key[1] != key[1]) ||
       (words > 2 && s->key[2] != key[2]))

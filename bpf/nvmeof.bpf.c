@@ -251,7 +251,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
   w->e.series = k.s; /* finish() sets the kind of each key it makes */
   if (target_sent_hooked(&nv_config, trtype)) return;
   finish(&w->e, NVMEOF_TP_COUNT); /* no response hook for this transport: ends here */
-  untrack(w);
+  untrack(w, c.id);
 }
 
 static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool direct) {
@@ -262,7 +262,7 @@ static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool d
   if (!w || !w->e.ts[NVMEOF_TP_DONE]) return;
   w->e.ts[NVMEOF_TP_SENT] = bpf_ktime_get_ns();
   finish(&w->e, NVMEOF_TP_COUNT);
-  untrack(w);
+  untrack(w, c.id);
 }
 
 #include "nvmeof_hooks.bpf.h"

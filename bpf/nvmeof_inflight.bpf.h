@@ -96,6 +96,26 @@ static __always_inline struct nvmeof_cmd_way* tracked(const struct cmd* c) {
   return 0;
 }
 
+#ifndef NVMEOF_BPF_BEFORE_5_12
+/* Claims free way `w` for command `id`. */
+static __always_inline bool claim_way(struct nvmeof_cmd_way* w, __u64 id) {
+  return __sync_val_compare_and_swap(&w->id, 0, id) == 0;
+}
+#else
+/* Kernels before 5.12 have no BPF compare-and-swap or exchange (their verifier refuses a
+ * program holding one: "BPF_STX uses reserved fields"), only the atomic add, whose result a
+ * program cannot read. So a claim adds `id` to the free way and owns it if the way then holds
+ * exactly `id`; CPUs that raced see the sum (two kernel addresses add up to a non-canonical
+ * one, never a command's) and take their add back, and the loser moves on to the next way.
+ * Releases subtract the owner's id (untrack), so a racer's add is never lost. */
+static __always_inline bool claim_way(struct nvmeof_cmd_way* w, __u64 id) {
+  __sync_fetch_and_add(&w->id, id);
+  if (*(volatile __u64*)&w->id == id) return true;
+  __sync_fetch_and_add(&w->id, -id);
+  return false;
+}
+#endif
+
 /* Starts tracking command `id` with `e` (again if it is tracked: a requeued request is set up
  * again and timed from there). A full set drops the command, counted. */
 static __always_inline void track(const struct cmd* c, struct nvmeof_inflight* e) {
@@ -108,8 +128,7 @@ static __always_inline void track(const struct cmd* c, struct nvmeof_inflight* e
   if (!s) return;
 #pragma unroll
   for (i = 0; i < NVMEOF_CMD_WAYS; i++) {
-    if (s->way[i].id == id ||
-        (s->way[i].id == 0 && __sync_val_compare_and_swap(&s->way[i].id, 0, id) == 0)) {
+    if (s->way[i].id == id || (s->way[i].id == 0 && claim_way(&s->way[i], id))) {
       s->way[i].e = *e;
       return;
     }
@@ -117,9 +136,15 @@ static __always_inline void track(const struct cmd* c, struct nvmeof_inflight* e
   nv_event(NVMEOF_NCTR_INFLIGHT_FULL);
 }
 
-/* Frees the way (its reads are done: the swap orders them before another CPU's claim). */
-static __always_inline void untrack(struct nvmeof_cmd_way* w) {
+/* Frees the way of command `id` (its reads are done: the swap orders them before another CPU's
+ * claim; the atomic add of kernels before 5.12 is a full barrier on x86, not on arm64). */
+static __always_inline void untrack(struct nvmeof_cmd_way* w, __u64 id) {
+#ifndef NVMEOF_BPF_BEFORE_5_12
+  (void)id;
   __sync_lock_test_and_set(&w->id, 0);
+#else
+  __sync_fetch_and_add(&w->id, -id);
+#endif
 }
 
 /* Stamps `point` of a sampled command, once (a partial send retries: the first one counts). */
@@ -144,8 +169,14 @@ static __always_inline void* hist_entry(void* map, struct nvmeof_series* k) {
   return h;
 }
 
-/* Global (not static): the verifier checks it once, not again at each of finish()'s spans. */
+/* Global (not static): the verifier checks it once, not again at each of finish()'s spans.
+ * Kernels before 5.12 take no pointer argument in a global function ("Arg#0 type PTR in
+ * nv_hist_add() is not supported yet"): inlined in their build. */
+#ifndef NVMEOF_BPF_BEFORE_5_12
 __noinline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
+#else
+static __always_inline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
+#endif
   __u32 i = nvmeof_hist_index(ns);
   barrier_var(i); /* keeps the check below on the register the store uses, for the verifier */
   if (!h || i >= NVMEOF_HIST_BUCKETS) return 0;
@@ -297,7 +328,7 @@ static __always_inline void nv_host_end(__u64 id, __u64 sector) {
   struct nvmeof_cmd_way* w = stamp(&c, NVMEOF_HP_END);
   if (!w) return;
   finish(&w->e, NVMEOF_HP_COUNT);
-  untrack(w);
+  untrack(w, id);
 }
 
 #endif /* NVMEOF_BPF_NVMEOF_INFLIGHT_BPF_H_ */

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,10 +11,14 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 
+#include "block_legacy.skel.h"      // bpf/CMakeLists.txt: the builds without fetch atomics
 #include "bpf/nvmeof_maps.h"
+#include "nvmeof_legacy.skel.h"
+#include "record_legacy.skel.h"
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/options.h"
@@ -21,7 +26,20 @@
 namespace nvmeof {
 
 namespace {
+// The ELF of skeleton `name` built with NVMEOF_BPF_BEFORE_5_12; nullptr for objects
+// that need none (lifecycle: no fetch atomics, no global functions).
+const void* Before512Elf(std::string_view name, size_t* size) {
+  if (name == "block_bpf") return block_legacy_bpf__elf_bytes(size);
+  if (name == "nvmeof_bpf") return nvmeof_legacy_bpf__elf_bytes(size);
+  if (name == "record_bpf") return record_legacy_bpf__elf_bytes(size);
+  return nullptr;
+}
+
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
+  // NVMEOF_LIBBPF_LOG=1: libbpf's warnings (a refused load's verifier log) straight to stderr,
+  // also from subcommands without --log.level (record, top).
+  static const bool to_stderr = getenv("NVMEOF_LIBBPF_LOG") != nullptr;
+  if (to_stderr && level != LIBBPF_DEBUG) return vfprintf(stderr, format, args);
   if (level == LIBBPF_DEBUG || !LogEnabled(LogLevel::kDebug)) return 0;
   // A verifier log says why at its end: keep its head and its tail.
   va_list copy;
@@ -41,6 +59,58 @@ int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args)
   return n;
 }
 }  // namespace
+
+bool BpfHasFetchAtomics() {
+  static const bool have = [] {
+    // *(u64 *)(r10 - 8) = 0; r0 = 0; r1 = 1; r0 = cmpxchg_64(r10 - 8, r0, r1); r0 = 0; exit
+    const bpf_insn insns[] = {
+        {BPF_ST | BPF_MEM | BPF_DW, BPF_REG_10, 0, -8, 0},
+        {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0},
+        {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_1, 0, 0, 1},
+        {BPF_STX | BPF_ATOMIC | BPF_DW, BPF_REG_10, BPF_REG_1, -8, BPF_CMPXCHG},
+        {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0},
+        {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+    };
+    int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "nvf_atomics", "GPL", insns,
+                           sizeof(insns) / sizeof(insns[0]), nullptr);
+    // Only the verifier's EINVAL says "no": without the rights to load anything, the objects'
+    // own loads say why.
+    const bool ok = fd >= 0 || errno != EINVAL;
+    if (fd >= 0) close(fd);
+    if (!ok) {
+      LogInfo("eBPF: the kernel has no BPF compare-and-swap (5.12+): loading the builds "
+              "without it (claims by atomic add)", "");
+    }
+    return ok;
+  }();
+  return have;
+}
+
+int AdaptToKernel(bpf_object_skeleton* skeleton, const bpf_object_open_opts* opts) {
+  size_t size = 0;
+  const void* elf = BpfHasFetchAtomics() ? nullptr : Before512Elf(skeleton->name, &size);
+  if (elf) {
+    bpf_object__close(*skeleton->obj);
+    *skeleton->obj = nullptr;
+    skeleton->data = elf;
+    skeleton->data_sz = size;
+    if (int err = bpf_object__open_skeleton(skeleton, opts); err < 0) return err;
+  }
+  // Run-time allocated hash maps are safe in every program type from 6.1 (bpf_mem_alloc);
+  // before, 5.x verifiers WARN ("trace type BPF program uses run-time allocation") for kprobe
+  // and raw_tp programs. Preallocated, they reserve at load what bpf.map_memory_max sized.
+  struct utsname u {};
+  int major = 0, minor = 0;
+  if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+      (major < 6 || (major == 6 && minor < 1))) {
+    bpf_map* map = nullptr;
+    bpf_object__for_each_map(map, *skeleton->obj) {
+      const __u32 flags = bpf_map__map_flags(map);
+      if (flags & BPF_F_NO_PREALLOC) bpf_map__set_map_flags(map, flags & ~BPF_F_NO_PREALLOC);
+    }
+  }
+  return 0;
+}
 
 void InstallLibbpfLogger() {
   static std::once_flag once;

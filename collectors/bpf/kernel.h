@@ -58,14 +58,31 @@ class Skeleton {
 // Routes libbpf's messages to the debug log (once per process).
 void InstallLibbpfLogger();
 
+// True when the running kernel's verifier takes BPF compare-and-swap and exchange (5.12+, the
+// release that also took pointer arguments in global functions); probed once with a
+// 6-instruction program.
+bool BpfHasFetchAtomics();
+
+// Adapts an opened skeleton to the running kernel: before 5.12, reopens it from its build for
+// those kernels (NVMEOF_BPF_BEFORE_5_12: no fetch atomics, which they refuse with "BPF_STX uses
+// reserved fields"); before 6.1, preallocates its hash maps (kprobe and raw_tp programs with a
+// run-time allocated one make those verifiers WARN, tainting the kernel). 0 or -errno.
+int AdaptToKernel(bpf_object_skeleton* skeleton, const bpf_object_open_opts* opts);
+
 // Opens skeleton S (bpftool's S::open) with CO-RE against `btf_path` ("" = the running
-// kernel's BTF); empty with *error set on failure.
+// kernel's BTF), adapted to the running kernel (AdaptToKernel); empty with *error set on
+// failure.
 template <typename S>
 Skeleton<S> OpenSkeleton(const std::string& btf_path, std::string* error) {
   LIBBPF_OPTS(bpf_object_open_opts, opts);
   if (!btf_path.empty()) opts.btf_custom_path = btf_path.c_str();
   Skeleton<S> skel(S::open(&opts));
-  if (!skel) *error = "open: " + ErrnoName(errno);
+  if (!skel) {
+    *error = "open: " + ErrnoName(errno);
+  } else if (int err = AdaptToKernel(skel->skeleton, &opts); err < 0) {
+    *error = "open (build for kernels before 5.12): " + ErrnoName(-err);
+    skel.reset();
+  }
   return skel;
 }
 
