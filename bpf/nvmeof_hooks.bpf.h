@@ -235,9 +235,16 @@ static __always_inline __u64 tcp_queue_sq(__u64 queue) {
   return queue ? queue + bpf_core_field_offset(struct nvmet_tcp_queue___nv, nvme_sq) : 0;
 }
 
+/* sk_user_data is read as a number: 7.2's verifier (not 6.12's) types a `void *` field loaded
+ * through a BTF pointer as rdonly_untrusted_mem, a pointer, and refused the hash of it
+ * ("invalid size of register spill" at the 32-bit spill of the hashed value: EACCES, so
+ * `record`'s combined load failed and this hook fell back to kprobe). */
 SEC("fentry/nvmet_tcp_data_ready")
 int BPF_PROG(nv_t_tcp_recv_fentry, struct sock* sk) {
-  if (sk) on_tcp_arrival(tcp_queue_sq((__u64)sk->sk_user_data));
+  __u64 queue = 0;
+  if (!sk) return 0;
+  bpf_core_read(&queue, sizeof(queue), &sk->sk_user_data);
+  on_tcp_arrival(tcp_queue_sq(queue));
   return 0;
 }
 
