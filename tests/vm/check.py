@@ -562,8 +562,13 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
                            'rose by %g' % got)
             got = delta(before, after, 'nvmeof_command_latency_seconds_count', role='host', transport=t,
                         op='read')
-            self.check(got == ios, '%s host end to end counted fio\'s %d I/Os (sample_every 1)' % (t, ios),
-                       'counted %g' % got)
+            # A new series' histograms are allocated at its first commands, where the kernel's BPF
+            # allocator may run dry for a moment: such commands are counted as lost, not timed.
+            lost = sum(delta(before, after, 'nvmeof_exporter_bpf_lost_events_total', reason=r)
+                       for r in ('nvmeof_map_full', 'nvmeof_inflight_full'))
+            self.check(got <= ios and got + lost >= ios,
+                       '%s host end to end counted fio\'s %d I/Os (sample_every 1; lost events accounted)'
+                       % (t, ios), 'counted %g, lost %g' % (got, lost))
             disk = {'rdma': 'nullb0', 'tcp': 'nullb1'}[t]  # the target's backing disk (smoke.sh)
             got = delta(before, after, 'nvmeof_block_requests_total', disk=disk, op='read')
             self.check(got == ios,
