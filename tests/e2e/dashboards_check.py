@@ -11,7 +11,7 @@
       evaluates, through Prometheus' HTTP API at time T, every panel query and every template
       variable query of every dashboard, and every rule Prometheus loaded (/api/v1/rules).
       A query that returns nothing fails. Template variables become the regex-all `.*`,
-      $__rate_interval becomes 1m. Alert expressions are evaluated with their comparisons
+      $__rate_interval becomes 1m (--var __rate_interval=5m sets it). Alert expressions are evaluated with their comparisons
       turned into `bool` comparisons (the quantities behind the alert must exist), and as
       written (whether the alert condition holds now: reported, and checked for the alerts
       named with --expect-firing / --expect-quiet). --expect-empty names rules that must return
@@ -167,7 +167,7 @@ def check_ds(ds, where, problems):
 def substitute(expr, values):
     def repl(m):
         name = m.group(1) or m.group(2)
-        if name in GRAFANA_GLOBALS:
+        if name in GRAFANA_GLOBALS and name not in values:
             return GRAFANA_GLOBALS[name]
         return values.get(name, ".*")
     return re.sub(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)", repl, expr)

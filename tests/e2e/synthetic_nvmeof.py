@@ -8,17 +8,22 @@ Two sources, one output file:
   bound (what the exporter exports with bpf.buckets set to those bounds). Every dashboard and
   rule query must work on these.
 - SYNTHETIC (clearly a stand-in, kept for what one VM run cannot show): a host exporter and a
-  target exporter over two days in which the target's storage stage of writes to the ssd-pool
-  subsystem gets 2.5x slower (a degraded drive), which the host sees in its "network and target"
-  stage: the latency-regression alerts must find it, and the network estimate must come out at
-  the known NETWORK_US.
+  target exporter over eight days in which the target's storage stage of writes to the ssd-pool
+  subsystem got 2.5x slower 20 minutes ago (a degraded drive), which the host sees in its
+  "network and target" stage: the latency-regression alerts must find it, and the network
+  estimate must come out at the known NETWORK_US. Writes to null-test are 3x slower in their
+  storage stage now and at the same time a week ago, not a day ago (WEEKLY: a weekly batch
+  job): the regression alerts must stay silent there, because their baseline is the larger of
+  the day-ago and the week-ago p99.
 
 Synthetic shape (DESIGN.md "stage model"): command series per namespace device and controller
 (host) and per subsystem NQN and port (target); stage series at --stage-detail (the exporter's
 bpf.stage_detail, default controller: host per controller, target per NQN; namespace: as the
 command series; node: neither), NVMe/RDMA and NVMe/TCP, reads and writes, log-normal stage
-latencies with realistic means; samples a day ago (for `offset 1d`) and in the last 10 minutes
-(dense at the end, for 1-minute rate windows).
+latencies with realistic means; samples a week ago and a day ago (-12 to +6 minutes, a minute
+apart: the raw history from which test_dashboards_prometheus.sh backfills the recorded p99s that
+the `offset 1w` / `offset 1d` baselines read) and in the last 10 minutes (dense at the end, for
+1-minute rate windows).
 
 LIVE (--serve): the same real VM scrape served over HTTP as a live exporter would, for a
 Prometheus to scrape (native histograms cannot be backfilled into Prometheus 2.42): counters and
@@ -57,6 +62,7 @@ from testlib import (PROTOBUF_TYPE, TEXT_TYPE, encode_varint, field,  # noqa: E4
                      serve_metrics, wants_protobuf, zigzag)
 
 DAY = 86400.0
+WEEK = 7 * DAY
 # A subset of the exporter's bucket bounds (bpf/hist.h: log-linear, 8 per octave): every 4th
 # bound, as a user would get with a coarser bpf.buckets setting.
 START = [0, 6, 13, 20, 28, 37, 47, 58, 64]
@@ -99,6 +105,18 @@ TARGET_MEANS = {
 NETWORK_US = {"rdma": 7.0, "tcp": 45.0}  # the wire and NICs, both ways
 HOST_MEANS = {"block_submit": 2, "driver_submit": 3, "host_receive": 4, "block_complete": 2}
 REGRESSED = ("nqn.2024-06.io.example:ssd-pool", "write", "storage", 2.5)
+# The weekly batch job: this stage is this much slower from 20 minutes ago on, and was so a week
+# ago at the same time (week_window), but not a day ago.
+WEEKLY = ("nqn.2024-06.io.example:null-test", "write", "storage", 3.0)
+
+
+def week_window(end):
+    return (end - WEEK - 20 * 60, end - WEEK + 40 * 60)
+
+
+def first_sample(end):
+    """Where every synthetic counter starts (0 before): before the week-ago samples."""
+    return end - WEEK - 3600
 
 
 def lognormal_cdf(x, mean, sigma):
@@ -117,15 +135,20 @@ class Dist:
 
 
 class Series:
-    """One histogram or counter whose distribution changes from `old` to `new` at t_change."""
+    """One histogram or counter whose distribution changes from `old` to `new` at t_change (and
+    is `new` inside the window `week` = (from, to) too, which ends before t_change)."""
 
-    def __init__(self, labels, rate, old, new, t0, t_change):
+    def __init__(self, labels, rate, old, new, t0, t_change, week=None):
         self.labels, self.rate, self.old, self.new = labels, rate, old, new
-        self.t0, self.t_change = t0, t_change
+        self.t0, self.t_change, self.week = t0, t_change, week
 
     def pieces(self, t):
+        """(observations under old, observations under new) from t0 to t."""
         a = max(0.0, min(t, self.t_change) - self.t0) * self.rate
         b = max(0.0, t - self.t_change) * self.rate
+        if self.week:
+            w = max(0.0, min(t, self.week[1]) - max(self.week[0], self.t0)) * self.rate
+            a, b = a - w, b + w
         return a, b
 
     def count(self, t):
@@ -147,10 +170,11 @@ def fmt_labels(labels):
 
 def timestamps(end):
     ts = []
-    t = end - DAY - 12 * 60
-    while t <= end - DAY + 3 * 60:
-        ts.append(t)
-        t += 30
+    for back in (WEEK, DAY):
+        t = end - back - 12 * 60
+        while t <= end - back + 6 * 60:
+            ts.append(t)
+            t += 60
     t = end - 10 * 60
     while t < end - 120:
         ts.append(t)
@@ -172,7 +196,7 @@ def target_labels(args, instance):
 
 
 def build(args):
-    t0 = args.end - DAY - 3600
+    t0 = first_sample(args.end)
     t_change = args.end - 20 * 60  # the drive degraded 20 minutes ago
     hosts = target_labels(args, args.host_instance)
     targets = target_labels(args, args.target_instance)
@@ -184,19 +208,20 @@ def build(args):
     for dev, ctrl, transport, nqn, port, ops in HOST_DEVICES:
         for op, iops in ops.items():
             tmeans = TARGET_MEANS[(transport, op)]
-            slow = REGRESSED[0] == nqn and REGRESSED[1] == op
             new_tmeans = dict(tmeans)
-            if slow:
-                new_tmeans[REGRESSED[2]] *= REGRESSED[3]
+            for nqn_, op_, stage_, factor in (REGRESSED, WEEKLY):
+                if (nqn_, op_) == (nqn, op):
+                    new_tmeans[stage_] *= factor
+            week = week_window(args.end) if WEEKLY[:2] == (nqn, op) else None
             # Target side.
             tl = dict(targets, role="target", transport=transport, op=op, nqn=nqn,
                       nvmet_port=port)
             for st in tmeans:
                 stage.append(Series(stage_labels(dict(tl, stage=st)), iops, Dist(tmeans[st] * 1e-6),
-                                    Dist(new_tmeans[st] * 1e-6), t0, t_change))
+                                    Dist(new_tmeans[st] * 1e-6), t0, t_change, week))
             tsum, new_tsum = sum(tmeans.values()), sum(new_tmeans.values())
             command.append(Series(tl, iops, Dist(tsum * 1e-6, 0.3), Dist(new_tsum * 1e-6, 0.3),
-                                  t0, t_change))
+                                  t0, t_change, week))
             commands.append(Series(tl, iops, None, None, t0, t_change))
             # Host side: "network and target" = the network plus the target's residence.
             hl = dict(hosts, role="host", transport=transport, op=op, controller=ctrl,
@@ -206,9 +231,9 @@ def build(args):
             new_hmeans = dict(HOST_MEANS, network_and_target=new_nt)
             for st in HOST_STAGES:
                 stage.append(Series(stage_labels(dict(hl, stage=st)), iops, Dist(hmeans[st] * 1e-6),
-                                    Dist(new_hmeans[st] * 1e-6), t0, t_change))
+                                    Dist(new_hmeans[st] * 1e-6), t0, t_change, week))
             command.append(Series(hl, iops, Dist(sum(hmeans.values()) * 1e-6, 0.3),
-                                  Dist(sum(new_hmeans.values()) * 1e-6, 0.3), t0, t_change))
+                                  Dist(sum(new_hmeans.values()) * 1e-6, 0.3), t0, t_change, week))
             commands.append(Series(hl, iops, None, None, t0, t_change))
     # A local PCIe drive on the host: the dashboards show it apart from the fabric.
     for op, iops in (("read", 9000), ("write", 4000)):
@@ -295,7 +320,7 @@ def main():
                 rows[m.group(1)].append((dict(labels, **inst[0]), m.group(3)))
         for family, r in rows.items():
             gauge_family(out, family, r, ts)
-    disks = backing_disks(out, inst[1], args.end - DAY - 3600, args.end - 20 * 60, ts)
+    disks = backing_disks(out, inst[1], args.end, ts)
     emit_lifecycle(out, inst[0], inst[1], args.end, ts)
     if args.with_bpf:
         emit_bpf(out, inst[0], args, ts, disks)
@@ -532,22 +557,26 @@ def serve(path):
     serve_metrics(respond, threaded=True)
 
 
-def backing_disks(out, inst, t0, t_change, ts):
+def backing_disks(out, inst, end, ts):
     """The target's backing disks: each subsystem's namespace (nvmeof_target_namespace_info with
     its device_path) on its own disk, whose block `device` stage takes 80% of the target's
     storage stage (the drive; the rest is the target's block layer): what the drive-time rule
     joins through device_path. Emits the info metric; returns the block series (stage
     histograms, request counters) for the caller to emit with the host's, one family each."""
     info, blk_stage, reqs = [], [], []
+    t0, t_change = first_sample(end), end - 20 * 60
     for i, (_, _, transport, nqn, _, ops) in enumerate(HOST_DEVICES):
         disk = f"nvme{9 - i}n1"
         info.append((dict(inst, nqn=nqn, nsid="1", device_path=f"/dev/{disk}", device_uuid=f"u{i}",
                           ana_grpid="1"), 1))
         for op, iops in ops.items():
             m = TARGET_MEANS[(transport, op)]["storage"] * 0.8e-6
-            new_m = m * (REGRESSED[3] if REGRESSED[:2] == (nqn, op) else 1)
+            new_m = m * math.prod(f for nqn_, op_, _, f in (REGRESSED, WEEKLY)
+                                  if (nqn_, op_) == (nqn, op))
+            week = week_window(end) if WEEKLY[:2] == (nqn, op) else None
             lab = dict(inst, disk=disk, op=op)
-            blk_stage.append(Series(dict(lab, stage="device"), iops, Dist(m), Dist(new_m), t0, t_change))
+            blk_stage.append(Series(dict(lab, stage="device"), iops, Dist(m), Dist(new_m), t0, t_change,
+                                    week))
             reqs.append(Series(lab, iops, None, None, t0, t_change))
     gauge_family(out, "nvmeof_target_namespace_info", info, ts)
     return blk_stage, reqs
@@ -556,7 +585,7 @@ def backing_disks(out, inst, t0, t_change, ts):
 def emit_bpf(out, inst, args, ts, disks=((), ())):
     """eBPF self-metrics and block-layer histograms of the host (fallback only), with the
     target's backing disks (`disks`, from backing_disks)."""
-    t0 = args.end - DAY - 3600
+    t0 = first_sample(args.end)
     gauge_family(out, "nvmeof_exporter_bpf_available", [(dict(inst, reason="ok"), 1)], ts)
     gauge_family(out, "nvmeof_exporter_bpf_hook_attached",
                  [(dict(inst, hook=h, mechanism="tp_btf", required=r), 1)
