@@ -146,7 +146,9 @@ void EmitOptionalCounter(MetricSink& out, std::string_view name, std::string_vie
 class NvmeHostCollector : public Collector {
  public:
   explicit NvmeHostCollector(const CollectorOptions& options)
-      : paths_(options.paths), controllers_(options.nvme_host.controllers) {}
+      : paths_(options.paths),
+        controllers_(options.nvme_host.controllers),
+        inventory_(options.nvme_host.inventory) {}
 
   std::string_view Name() const override { return "nvme_host"; }
 
@@ -173,16 +175,7 @@ class NvmeHostCollector : public Collector {
       const std::string dir = root + "/" + subsys;
       const std::string nqn = ReadFileOr(dir + "/subsysnqn");
       subsysnqn_of[subsys] = nqn;
-      out.Gauge("nvmeof_subsystem_info",
-                "NVMe subsystem seen by this host (sysfs class nvme-subsystem); value 1",
-                {{"nvme_subsystem", subsys},
-                 {"nqn", nqn},
-                 {"subsystype", ReadFileOr(dir + "/subsystype")},
-                 {"iopolicy", ReadFileOr(dir + "/iopolicy")},
-                 {"model", ReadFileOr(dir + "/model")},
-                 {"serial", ReadFileOr(dir + "/serial")},
-                 {"firmware_rev", ReadFileOr(dir + "/firmware_rev")}},
-                1);
+      if (inventory_) EmitSubsystemInfo(out, dir, subsys, nqn);
       for (const auto& entry : ListDir(dir)) {
         if (IsController(entry)) {
           subsys_of[entry] = subsys;  // symlink to one of its controllers
@@ -191,6 +184,20 @@ class NvmeHostCollector : public Collector {
         }
       }
     }
+  }
+
+  static void EmitSubsystemInfo(MetricSink& out, const std::string& dir, const std::string& subsys,
+                                const std::string& nqn) {
+    out.Gauge("nvmeof_subsystem_info",
+              "NVMe subsystem seen by this host (sysfs class nvme-subsystem); value 1",
+              {{"nvme_subsystem", subsys},
+               {"nqn", nqn},
+               {"subsystype", ReadFileOr(dir + "/subsystype")},
+               {"iopolicy", ReadFileOr(dir + "/iopolicy")},
+               {"model", ReadFileOr(dir + "/model")},
+               {"serial", ReadFileOr(dir + "/serial")},
+               {"firmware_rev", ReadFileOr(dir + "/firmware_rev")}},
+              1);
   }
 
   void EmitNamespace(MetricSink& out, const std::string& dir, const std::string& ns,
@@ -203,6 +210,7 @@ class NvmeHostCollector : public Collector {
                {"nsid", ReadFileOr(dir + "/nsid")},
                {"nqn", nqn}},
               1);
+    if (!inventory_) return;
     if (auto sectors = ReadU64(dir + "/size")) {
       out.Gauge("nvmeof_namespace_size_bytes", "Namespace capacity in bytes",
                 {{"nvme_namespace", ns}}, static_cast<double>(*sectors) * 512.0);
@@ -234,25 +242,7 @@ class NvmeHostCollector : public Collector {
                "Controller state, one-hot (new, live, resetting, connecting, deleting, "
                "deleting_noio, dead)",
                base, kControllerStates, ReadFile(dir + "/state"));
-    if (auto q = ReadU64(dir + "/queue_count")) {
-      out.Gauge("nvmeof_controller_queues",
-                "Queues of the controller (queue_count: I/O queues plus the admin queue)", base,
-                static_cast<double>(*q));
-    } else {
-      out.Skip();
-    }
-    EmitSeconds(out, "nvmeof_controller_keep_alive_timeout_seconds",
-                "Keep-alive timeout (kato); 0 = no keep-alive", dir + "/kato", ctrl);
-    EmitSeconds(out, "nvmeof_controller_reconnect_delay_seconds",
-                "Delay between reconnect attempts (fabrics)", dir + "/reconnect_delay", ctrl);
-    EmitSeconds(out, "nvmeof_controller_loss_timeout_seconds",
-                "ctrl_loss_tmo: time a lost controller is retried before it is removed; "
-                "+Inf = retried forever (off)",
-                dir + "/ctrl_loss_tmo", ctrl);
-    EmitSeconds(out, "nvmeof_controller_fast_io_fail_timeout_seconds",
-                "fast_io_fail_tmo: I/O fails after this long without a connection; "
-                "+Inf = off (I/O waits for ctrl_loss_tmo)",
-                dir + "/fast_io_fail_tmo", ctrl);
+    if (inventory_) EmitSettings(out, dir, ctrl);
     EmitOptionalCounter(out, "nvmeof_controller_resets_total",
                         "Controller resets (diag/reset_count; recent kernels, writable)",
                         dir + "/diag/reset_count", ctrl);
@@ -283,6 +273,29 @@ class NvmeHostCollector : public Collector {
     }
   }
 
+  // Queues and timeouts of a controller (nvme_host.inventory).
+  static void EmitSettings(MetricSink& out, const std::string& dir, const std::string& ctrl) {
+    if (auto q = ReadU64(dir + "/queue_count")) {
+      out.Gauge("nvmeof_controller_queues",
+                "Queues of the controller (queue_count: I/O queues plus the admin queue)",
+                {{"controller", ctrl}}, static_cast<double>(*q));
+    } else {
+      out.Skip();
+    }
+    EmitSeconds(out, "nvmeof_controller_keep_alive_timeout_seconds",
+                "Keep-alive timeout (kato); 0 = no keep-alive", dir + "/kato", ctrl);
+    EmitSeconds(out, "nvmeof_controller_reconnect_delay_seconds",
+                "Delay between reconnect attempts (fabrics)", dir + "/reconnect_delay", ctrl);
+    EmitSeconds(out, "nvmeof_controller_loss_timeout_seconds",
+                "ctrl_loss_tmo: time a lost controller is retried before it is removed; "
+                "+Inf = retried forever (off)",
+                dir + "/ctrl_loss_tmo", ctrl);
+    EmitSeconds(out, "nvmeof_controller_fast_io_fail_timeout_seconds",
+                "fast_io_fail_tmo: I/O fails after this long without a connection; "
+                "+Inf = off (I/O waits for ctrl_loss_tmo)",
+                dir + "/fast_io_fail_tmo", ctrl);
+  }
+
   static void EmitPath(MetricSink& out, const std::string& ctrl, const std::string& ns,
                        const std::string& path) {
     out.Gauge("nvmeof_path_info",
@@ -293,12 +306,19 @@ class NvmeHostCollector : public Collector {
 
   Paths paths_;
   NameFilter controllers_;
+  bool inventory_;
 };
 
 }  // namespace
 
 bool ParseNvmeHostOptions(const YAML::Node& section, NvmeHostOptions* options, std::string* error) {
-  return ReadFilterSection(section, "nvme_host", "controllers", &options->controllers, error);
+  if (!CheckKeys(section, "nvme_host", {"controllers", "inventory"}, error)) return false;
+  if (section["controllers"] &&
+      !ReadFilter(section["controllers"], "nvme_host.controllers", &options->controllers, error)) {
+    return false;
+  }
+  return !section["inventory"] ||
+         ReadBool(section["inventory"], "nvme_host.inventory", &options->inventory, error);
 }
 
 std::unique_ptr<Collector> NewNvmeHostCollector(const CollectorOptions& options) {

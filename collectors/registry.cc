@@ -22,7 +22,7 @@ const std::vector<CollectorInfo>& AllCollectors() {
        NewNvmeHostCollector,
        ParseSection<NvmeHostOptions, &CollectorOptions::nvme_host, ParseNvmeHostOptions>},
       {"nvmet", true, "NVMe target subsystems, namespaces, ports and hosts (configfs)",
-       NewNvmetCollector, nullptr},
+       NewNvmetCollector, ParseSection<NvmetOptions, &CollectorOptions::nvmet, ParseNvmetOptions>},
       {"tcp", true,
        "NVMe/TCP connections and their retransmits (sock_diag); node-wide TCP counters (procfs) "
        "with tcp.node_counters",
@@ -31,8 +31,11 @@ const std::vector<CollectorInfo>& AllCollectors() {
        "eBPF stage latency: block layer (queue, device, end to end) and NVMe-oF host and target "
        "stages",
        NewBpfCollector, ParseSection<BpfOptions, &CollectorOptions::bpf, ParseBpfOptions>},
-      {"rdma_netlink", true,
-       "RDMA port statistics, optional counters, resources and per-QP counters (rdma netlink)",
+      // Off by default: its port statistics are the hw_counters the rdma collector serves, and
+      // no shipped panel, rule or alert reads its resources or per-QP series (docs/fleet.md).
+      {"rdma_netlink", false,
+       "RDMA port statistics, optional counters, resources and per-QP counters (rdma netlink); "
+       "off by default",
        NewRdmaNetlinkCollector,
        ParseSection<RdmaNetlinkOptions, &CollectorOptions::rdma_netlink, ParseRdmaNetlinkOptions>},
   };

@@ -10,6 +10,7 @@
 #include "collectors/base/collector.h"
 #include "collectors/bpf/options.h"
 #include "collectors/nvme_host.h"
+#include "collectors/nvmet.h"
 #include "collectors/pfc.h"
 #include "collectors/rdma.h"
 #include "collectors/rdma_netlink.h"
@@ -28,6 +29,7 @@ struct CollectorOptions {
   RdmaOptions rdma;  // rdma.devices also selects the devices of pfc and rdma_netlink
   PfcOptions pfc;
   NvmeHostOptions nvme_host;
+  NvmetOptions nvmet;
   BpfOptions bpf;
   RdmaNetlinkOptions rdma_netlink;
   TcpOptions tcp;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <filesystem>
@@ -22,6 +23,7 @@ class NvmeHostFixture : public ::testing::Test {
   void SetUp() override {
     CollectorOptions o;
     o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
+    o.nvme_host.inventory = true;  // every family; the default's are checked below
     ok_ = NewNvmeHostCollector(o)->Collect(sink_);
   }
   MetricSink sink_;
@@ -225,12 +227,56 @@ TEST(NvmeHostFilter, IncludeOneController) {
   CollectorOptions o;
   o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
   o.nvme_host.controllers.include = std::regex("nvme1");
+  o.nvme_host.inventory = true;
   MetricSink sink;
   ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(sink));
   ASSERT_EQ(Select(sink, "nvmeof_controller_info").size(), 1u);
   EXPECT_EQ(Select(sink, "nvmeof_controller_info", {{"controller", "nvme1"}}).size(), 1u);
   EXPECT_EQ(Select(sink, "nvmeof_path_info").size(), 1u);
   EXPECT_EQ(Select(sink, "nvmeof_subsystem_info").size(), 3u);  // subsystems are not filtered
+}
+
+// The families nvme_host.inventory adds (docs/fleet.md): none of them at the default, and the
+// rest of the scrape unchanged.
+constexpr const char* kInventoryFamilies[] = {"nvmeof_subsystem_info",
+                                              "nvmeof_namespace_size_bytes",
+                                              "nvmeof_controller_queues",
+                                              "nvmeof_controller_keep_alive_timeout_seconds",
+                                              "nvmeof_controller_reconnect_delay_seconds",
+                                              "nvmeof_controller_loss_timeout_seconds",
+                                              "nvmeof_controller_fast_io_fail_timeout_seconds"};
+
+TEST(NvmeHostInventory, OffByDefaultOnWithTheOption) {
+  CollectorOptions o;
+  o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
+  EXPECT_FALSE(o.nvme_host.inventory);
+  MetricSink off, on;
+  ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(off));
+  o.nvme_host.inventory = true;
+  ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(on));
+  for (const char* f : kInventoryFamilies) {
+    EXPECT_TRUE(Select(off, f).empty()) << f;
+    EXPECT_FALSE(Select(on, f).empty()) << f;
+  }
+  EXPECT_EQ(on.families().size(), off.families().size() + std::size(kInventoryFamilies));
+  EXPECT_EQ(off.skipped(), 0u);
+  for (const char* f : {"nvmeof_controller_info", "nvmeof_namespace_info", "nvmeof_path_info",
+                        "nvmeof_controller_state", "nvmeof_path_ana_state"}) {
+    EXPECT_EQ(Select(off, f).size(), Select(on, f).size()) << f;
+  }
+}
+
+TEST(NvmeHostInventory, ParsedFromTheSection) {
+  NvmeHostOptions o;
+  std::string error;
+  ASSERT_TRUE(ParseNvmeHostOptions(YAML::Load("{inventory: true, controllers: {exclude: nvme0}}"),
+                                   &o, &error))
+      << error;
+  EXPECT_TRUE(o.inventory);
+  EXPECT_FALSE(o.controllers.Allows("nvme0"));
+  EXPECT_FALSE(ParseNvmeHostOptions(YAML::Load("{inventory: maybe}"), &o, &error));
+  EXPECT_NE(error.find("nvme_host.inventory"), std::string::npos) << error;
+  EXPECT_FALSE(ParseNvmeHostOptions(YAML::Load("{inventroy: true}"), &o, &error));
 }
 
 // A scratch sysfs tree for odd inputs.
@@ -249,6 +295,7 @@ class NvmeHostScratch : public ScratchTree {
   bool Collect(MetricSink& sink) {
     CollectorOptions o;
     o.paths.sysfs = root_;
+    o.nvme_host.inventory = true;
     return NewNvmeHostCollector(o)->Collect(sink);
   }
 };

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <filesystem>
@@ -25,6 +26,7 @@ class NvmetFixture : public ::testing::Test {
   void SetUp() override {
     CollectorOptions o;
     o.paths.configfs = std::string(NVMEOF_FIXTURES) + "/configfs";
+    o.nvmet.inventory = true;  // every family; the default's are checked below
     ok_ = NewNvmetCollector(o)->Collect(sink_);
   }
   MetricSink sink_;
@@ -121,9 +123,45 @@ class NvmetScratch : public ScratchTree {
   bool Collect(MetricSink& sink) {
     CollectorOptions o;
     o.paths.configfs = root_;
+    o.nvmet.inventory = true;
     return NewNvmetCollector(o)->Collect(sink);
   }
 };
+
+// The families nvmet.inventory adds (docs/fleet.md): none of them at the default; the namespace,
+// port and ANA series the rules join on are the same either way.
+TEST(NvmetInventory, OffByDefaultOnWithTheOption) {
+  CollectorOptions o;
+  o.paths.configfs = std::string(NVMEOF_FIXTURES) + "/configfs";
+  EXPECT_FALSE(o.nvmet.inventory);
+  MetricSink off, on;
+  ASSERT_TRUE(NewNvmetCollector(o)->Collect(off));
+  o.nvmet.inventory = true;
+  ASSERT_TRUE(NewNvmetCollector(o)->Collect(on));
+  const char* added[] = {"nvmeof_target_subsystem_info", "nvmeof_target_namespace_enabled",
+                         "nvmeof_target_allowed_host", "nvmeof_target_port_subsystem"};
+  for (const char* f : added) {
+    EXPECT_TRUE(Select(off, f).empty()) << f;
+    EXPECT_FALSE(Select(on, f).empty()) << f;
+  }
+  EXPECT_EQ(on.families().size(), off.families().size() + std::size(added));
+  EXPECT_EQ(off.skipped(), 0u);
+  for (const char* f : {"nvmeof_target_namespace_info", "nvmeof_target_port_info",
+                        "nvmeof_target_ana_group_state"}) {
+    EXPECT_FALSE(Select(off, f).empty()) << f;
+    EXPECT_EQ(Select(off, f).size(), Select(on, f).size()) << f;
+  }
+}
+
+TEST(NvmetInventory, ParsedFromTheSection) {
+  NvmetOptions o;
+  std::string error;
+  ASSERT_TRUE(ParseNvmetOptions(YAML::Load("{inventory: true}"), &o, &error)) << error;
+  EXPECT_TRUE(o.inventory);
+  EXPECT_FALSE(ParseNvmetOptions(YAML::Load("{inventory: 2}"), &o, &error));
+  EXPECT_NE(error.find("nvmet.inventory"), std::string::npos) << error;
+  EXPECT_FALSE(ParseNvmetOptions(YAML::Load("{devices: {}}"), &o, &error));
+}
 
 TEST_F(NvmetScratch, OddFiles) {
   Write("nvmet/subsystems/s1/attr_allow_any_host", "1\n");

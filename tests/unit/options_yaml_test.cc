@@ -20,11 +20,12 @@ std::string ConfigError(const std::string& yaml) {
 
 TEST(OptionsYaml, MessagesAreExact) {
   EXPECT_EQ(ConfigError("bogus: 1"),
-            "c.yml: bogus: unknown key (expected one of: bpf, collectors, nvme_host, pfc, rdma, "
-            "rdma_netlink, tcp)");
-  EXPECT_EQ(ConfigError("nvmet: {}"),
-            "c.yml: nvmet: unknown key (expected one of: bpf, collectors, nvme_host, pfc, rdma, "
-            "rdma_netlink, tcp)");
+            "c.yml: bogus: unknown key (expected one of: bpf, collectors, nvme_host, nvmet, pfc, "
+            "rdma, rdma_netlink, tcp)");
+  EXPECT_EQ(ConfigError("nvmet: {x: 1}"),
+            "c.yml: nvmet.x: unknown key (expected one of: inventory)");
+  EXPECT_EQ(ConfigError("nvme_host: {inventory: 3}"),
+            "c.yml: nvme_host.inventory: expected true or false");
   EXPECT_EQ(ConfigError("collectors: {x: true}"), "c.yml: collectors.x: unknown collector");
   EXPECT_EQ(ConfigError("collectors: {rdma: maybe}"),
             "c.yml: collectors.rdma: expected true or false");
