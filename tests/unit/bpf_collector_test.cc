@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "collectors/registry.h"
 #include "tests/unit/sink_query.h"
@@ -169,6 +171,63 @@ TEST_F(BpfCollectorTest, ConfiguredBucketsAndDeviceFilter) {
   EXPECT_EQ(dev->histogram.bucket[0].cumulative_count, 0u);
   EXPECT_EQ(dev->histogram.bucket[1].cumulative_count, 2u);
   EXPECT_EQ(dev->histogram.bucket[2].cumulative_count, 2u);
+}
+
+// An NVMe-oF source that has loaded and timed nothing yet: enough for the block series to know
+// that the host's NVMe-oF stages time the fabric namespaces' requests.
+class IdleNvmeof : public NvmeofSource {
+ public:
+  bool Read(NvmeofSnapshot* out) override {
+    *out = {};
+    return true;
+  }
+  AttachPlan Plan() const override { return {}; }
+  void Forget(const std::vector<std::uint64_t>&) override {}
+};
+
+// Which disks are timed (docs/fleet.md): with the NVMe-oF stages loaded, an NVMe-oF host
+// namespace's disk (here nvme1c1n1 behind a tcp controller) serves no block series unless
+// bpf.block_devices.include names it; a PCIe drive (a target's backing disk) and vda always do.
+TEST_F(BpfCollectorTest, FabricNamespacesAreTimedByTheNvmeofStagesOnly) {
+  Disk("259:0", "nvme0n1");
+  Disk("259:1", "nvme1c1n1");
+  for (auto [disk, ctrl, transport] :
+       {std::tuple{"nvme0n1", "nvme0", "pcie"}, std::tuple{"nvme1c1n1", "nvme1", "tcp"}}) {
+    fs::create_directories(root_ / "block" / disk);
+    fs::create_directories(root_ / "class/nvme" / ctrl);
+    std::ofstream(root_ / "class/nvme" / ctrl / "transport") << transport << "\n";
+    fs::create_symlink(fs::path("../../class/nvme") / ctrl, root_ / "block" / disk / "device");
+  }
+  auto scrape = [&](bool nvmeof_loaded) {
+    auto src = std::make_unique<FakeSource>();
+    src->snap.series = {Series(kVda, NVMEOF_OP_READ, 1), Series(259u << 20, NVMEOF_OP_READ, 2),
+                        Series(259u << 20 | 1, NVMEOF_OP_READ, 3)};
+    src->snap.inflight_used = 0;
+    NvmeofLoad nv;
+    if (nvmeof_loaded) {
+      nv.availability = {true, "ok", ""};
+      nv.source = std::make_unique<IdleNvmeof>();
+    }
+    auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)), std::move(nv));
+    MetricSink sink;
+    EXPECT_TRUE(c->Collect(sink));
+    EXPECT_EQ(sink.skipped(), 0u);
+    std::set<std::string> disks;
+    for (const auto* m : Select(sink, "nvmeof_block_requests_total"))
+      disks.insert(Label(*m, "disk"));
+    for (const char* f : {"nvmeof_block_latency_seconds", "nvmeof_block_stage_latency_seconds"}) {
+      for (const auto* m : Select(sink, f)) EXPECT_TRUE(disks.count(Label(*m, "disk"))) << f;
+    }
+    return disks;
+  };
+  using Disks = std::set<std::string>;
+  EXPECT_EQ(scrape(true), (Disks{"vda", "nvme0n1"}));
+  EXPECT_EQ(scrape(false), (Disks{"vda", "nvme0n1", "nvme1c1n1"}));  // the block layer only
+  options_.bpf.block_devices.include = std::regex("nvme.*|vda");
+  EXPECT_EQ(scrape(true), (Disks{"vda", "nvme0n1", "nvme1c1n1"}));
+  options_.bpf.block_devices.include = std::nullopt;
+  options_.bpf.block_devices.exclude = std::regex("nvme0n1");
+  EXPECT_EQ(scrape(true), (Disks{"vda"}));
 }
 
 TEST_F(BpfCollectorTest, UnknownDeviceIsSkippedNotInvented) {
