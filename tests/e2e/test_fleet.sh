@@ -28,10 +28,10 @@
 # The exporter binary ($1) is not used: the nodes are replayed. The checks against the servers
 # run in fleet_check.py, a few processes (not one curl and one python per query, up to 180 of
 # them in the federation polls alone); its polls end when their condition holds. Measured on the
-# shared 2-vCPU development VM, 2026-12-02: both versions 1,152 s at load average 19-21 with the
-# per-query shell checks (2.42's half 560 s, 3.5's 578 s; 432 s for 2.42's at load 15); with
-# fleet_check.py 146 s at load 8-11 (2.42's half 59 s, 3.5's 74 s). The dashboards evaluation
-# (dashboards_check.py, about 30 s) is now the slowest part.
+# shared 2-vCPU development VM, 2026-12-02, both versions: with the per-query shell checks
+# 1,152 s at load average 19-21 (2.42's half 560 s, 3.5's 578 s), 375 s at load 4-11 (283 s,
+# 79 s); with fleet_check.py 146 s at load 8-11 (59 s, 74 s), 98 s at load 3-4 (50 s, 43 s).
+# The dashboards evaluation (dashboards_check.py, about 30 s) is now the slowest part.
 source "$(dirname "$0")/lib.sh"
 skip() { echo "skip: $*"; exit 77; }  # ctest: SKIP_RETURN_CODE 77
 for tool in python3 curl; do
