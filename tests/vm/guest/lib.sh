@@ -125,9 +125,21 @@ wait_state() {
 	return 1
 }
 
+# EXPORTER_ARGS plus what the VM checks read that the defaults leave off (docs/fleet.md "What
+# the defaults serve"): the rdma_netlink collector and the host and target inventory. The
+# scenario's own --config.file, if any, is kept with these sections added.
+vm_exporter_args() {
+	local a cfg="" rest=""
+	for a in ${EXPORTER_ARGS:-}; do
+		case $a in --config.file=*) cfg=${a#--config.file=} ;; *) rest="$rest $a" ;; esac
+	done
+	{ [ -z "$cfg" ] || cat "$cfg"; printf 'nvme_host:\n  inventory: true\nnvmet:\n  inventory: true\n'; } >/tmp/vm-exporter.yml
+	echo "--collector.rdma_netlink --config.file=/tmp/vm-exporter.yml $rest"
+}
+
 start_exporter() {
-	# shellcheck disable=SC2086 # EXPORTER_ARGS is a list of flags
-	$EXPORTER --web.listen-address=$LISTEN --log.level=debug ${EXPORTER_ARGS:-} >"$R/exporter.log" 2>&1 &
+	# shellcheck disable=SC2086,SC2046 # a list of flags
+	$EXPORTER --web.listen-address=$LISTEN --log.level=debug $(vm_exporter_args) >"$R/exporter.log" 2>&1 &
 	EXPORTER_PID=$!
 	deadline ${EXPORTER_START_TIMEOUT:-120}
 	while ! timeout 5 wget -q -O /dev/null http://$LISTEN/metrics 2>/dev/null; do
