@@ -42,6 +42,7 @@ declare -A BAD=(
   [web.scrape-timeout]=0 [config.file]=/nonexistent.yml [config.check]=maybe
   [path.sysfs]=/nonexistent [path.procfs]=/nonexistent [path.configfs]=/nonexistent
   [bpf.mechanism]=uprobe [bpf.btf-path]=/nonexistent [log.level]=loud [version]=maybe
+  [bpf.transport-stages]=maybe
   [help]=maybe
   # record
   [output]=MISSING [sample-every]=0 [duration]=0 [role]=initiator [ring-size]=12

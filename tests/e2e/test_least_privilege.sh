@@ -105,10 +105,12 @@ every_thread $XPID "cap_perfmon,cap_bpf"  # also the threads the scrapes made
 pass "scrape after the drop: all collectors succeed, eBPF counted 64 of 64 writes to ${LOOP#/dev/}; still $THREADS threads with cap_perfmon,cap_bpf only"
 kill "$XPID"; wait "$XPID" 2>/dev/null || true
 
-# --- 2. optional RDMA counters configured: NET_ADMIN (STAT_SET on a scrape) stays
+# --- 2. optional RDMA counters configured (rdma_netlink is off by default): NET_ADMIN
+# (STAT_SET on a scrape) stays
 printf 'rdma_netlink:\n  enable_optional_counters: [cc_rx_ce_pkts]\n' >"$WORK/optional.yml"
 chmod 644 "$WORK/optional.yml"
-EXPORTER="$WORK/nobody.sh" start_exporter fc-netadmin --config.file="$WORK/optional.yml"
+EXPORTER="$WORK/nobody.sh" start_exporter fc-netadmin --collector.rdma_netlink \
+  --config.file="$WORK/optional.yml"
 XPID=$LAST_PID
 grep -q 'kept="cap_net_admin,cap_perfmon,cap_bpf" dropped=""' "$WORK/fc-netadmin.log" ||
   fail "log line: $(grep capabilities "$WORK/fc-netadmin.log")"
