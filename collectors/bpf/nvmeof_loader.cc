@@ -52,8 +52,8 @@ std::string_view GroupOf(const HookSpec& h) {
 // each under QEMU's TCG); without, the static checks decide and the caller's final load tells.
 // group: nullopt plans every hook. release_idle: the gates whose hooks are not wanted while no
 // controller of theirs exists (empty for `probe`). in_block: hooks that are the block
-// collector's programs (LoadNvmeof), not planned here. all_tiers: plan the transport tier's hooks
-// even where bpf.transport_stages is off (`probe` shows both tiers; HookPlan::tier_off).
+// collector's programs (LoadNvmeof), not planned here. all_tiers: the transport tier's hooks
+// too, where bpf.transport_stages is off (`probe` shows both tiers; HookPlan::tier_off).
 AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::string& btf_path,
                       std::optional<Mechanism> forced, const std::vector<std::string>& attached,
                       bool trial_loads, std::optional<std::string_view> group,
@@ -94,12 +94,7 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
     }
     hp.tier_off = hp.hook->transport_tier && !options.transport_stages;
   }
-  for (auto& [h, why] : waiting) {
-    HookPlan hp;
-    hp.hook = h;
-    hp.waiting = std::move(why);
-    plan.hooks.push_back(std::move(hp));
-  }
+  for (auto& [h, why] : waiting) plan.hooks.push_back({h, std::nullopt, {}, std::move(why)});
   return plan;
 }
 
