@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# A fleet on one machine: what N nvmeof_exporter nodes cost a real Prometheus (Debian's 2.42),
-# text and native histograms, against prometheus-node-exporter's default collectors as the
-# reference. tests/bench/README.md "Fleet" has the results and what each figure means.
+# A fleet on one machine: what N nvmeof_exporter nodes cost a real Prometheus (Debian's 2.42
+# and/or Prometheus 3.5 LTS), text and native histograms, against prometheus-node-exporter's
+# default collectors as the reference on the same server version. tests/bench/README.md "Fleet"
+# has the results and what each figure means.
 #
-#   tests/bench/fleet_bench.sh [-n N]... [--modes "node_exporter native text"]
+#   tests/bench/fleet_bench.sh [-n N]... [--prom-version 2.42|3.5]... [--modes "node_exporter native text"]
 #       [--settle SECONDS] [--interval SECONDS] [--reps R] [--deadline SECONDS] [--keep]
 #       [--wal-replay]
 #
 # -n N (repeatable, default 200): fleet sizes, each run on its own (one after the other).
-# --modes: which Prometheus servers to run per N, side by side (default all three):
+# --prom-version V (repeatable, or a list "2.42 3.5" / "2.42,3.5"; default 2.42): which
+#   Prometheus, from tests/e2e/fetch_prometheus.sh (2.42: Debian's /usr/bin; 3.5: the cached
+#   Debian unstable .deb). Each version runs every mode, in turn.
+# --modes: which Prometheus servers to run per N and version (default all three), ONE AT A TIME:
+#   each server is started, settled, measured and stopped before the next starts, so its CPU and
+#   its wall-clock figures (rule evaluation, query latency) are its own:
 #   node_exporter  N targets replaying one real node_exporter scrape (the reference)
 #   native         the fleet (fleet_server.py) to a Prometheus with
-#                  --enable-feature=native-histograms (protobuf, native schema-3 histograms)
+#                  --enable-feature=native-histograms (protobuf, native schema-3 histograms;
+#                  the same flag on 2.42 and 3.5, tests/e2e/lib.sh prom_native_flags)
 #   text           the fleet to a Prometheus without it (text, 16 classic buckets)
-# Every server loads the shipped rules (deploy/prometheus/*.rules.yml), scrapes every
-# --interval (default 15 s), and is measured once its head has settled (--settle, default 300 s
-# after the first scrape; at least two rule evaluations of every group): fleet_measure.py.
-# An empty Prometheus (no targets, no rules) runs beside them: its RSS is subtracted, so RSS per
-# node is what the nodes add.
+# Every server but the reference loads the shipped rules (deploy/prometheus/*.rules.yml),
+# scrapes every --interval (default 15 s), and is measured once its head has settled (--settle,
+# default 300 s after the start; at least two rule evaluations of every group):
+# fleet_measure.py. Before them, an empty Prometheus of the same version (no targets, no rules)
+# runs alone for 20 s: its RSS is subtracted, so RSS per node is what the nodes add.
+# The one process beside each server is the fleet server (fleet_server.py), which it scrapes.
 # --wal-replay: after the measurement, fleet_wal_replay.sh -n N: an agent remote-writes the
 #   fleet to a central server, which is killed for 60 s and restarted; samples per series
 #   across the outage, and whether any were lost (tests/e2e/test_fleet.sh checks the same
@@ -29,6 +37,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 SIZES=()
+VERSIONS=()
 MODES="node_exporter native text"
 SETTLE=300
 INTERVAL=15
@@ -39,6 +48,7 @@ WAL=0
 while [ $# -gt 0 ]; do
   case $1 in
     -n) SIZES+=("$2"); shift 2 ;;
+    --prom-version) for v in ${2//,/ }; do VERSIONS+=("$v"); done; shift 2 ;;
     --modes) MODES=$2; shift 2 ;;
     --settle) SETTLE=$2; shift 2 ;;
     --interval) INTERVAL=$2; shift 2 ;;
@@ -46,12 +56,19 @@ while [ $# -gt 0 ]; do
     --deadline) DEADLINE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --wal-replay) WAL=1; shift ;;
-    *) sed -n '2,30p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,36p' "$0" >&2; exit 2 ;;
   esac
 done
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(200)
-for tool in prometheus python3 curl; do
-  command -v $tool >/dev/null || { echo "fleet_bench: $tool not installed (apt-get install prometheus)" >&2; exit 2; }
+[ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(2.42)
+for tool in python3 curl; do
+  command -v $tool >/dev/null || { echo "fleet_bench: $tool not installed" >&2; exit 2; }
+done
+declare -A PROM_BIN=()
+for v in "${VERSIONS[@]}"; do
+  dir=$("$REPO/tests/e2e/fetch_prometheus.sh" "$v") || { echo "fleet_bench: no Prometheus $v (fetch_prometheus.sh exited $?)" >&2; exit 2; }
+  PROM_BIN[$v]=$dir/prometheus
+  echo "Prometheus $v: $("$dir/prometheus" --version 2>&1 | sed -n '1s/^prometheus, version \([^ ]*\).*/\1/p') ($dir)"
 done
 if [[ " $MODES " == *" node_exporter "* ]] && ! command -v prometheus-node-exporter >/dev/null; then
   echo "fleet_bench: prometheus-node-exporter not installed (apt-get install prometheus-node-exporter)" >&2
@@ -110,11 +127,11 @@ print(f"""  - job_name: {job}
 PY
 }
 
-start_prom() {  # start_prom NAME CONFIG [flags]: sets PROM_URL, PROM_PID
-  local name=$1 cfg=$2; shift 2
+start_prom() {  # start_prom VERSION NAME CONFIG [flags]: sets PROM_URL, PROM_PID
+  local ver=$1 name=$2 cfg=$3; shift 3
   local port
   port=$(free_port)
-  prometheus --config.file="$cfg" --storage.tsdb.path="$WORK/tsdb-$name" \
+  "${PROM_BIN[$ver]}" --config.file="$cfg" --storage.tsdb.path="$WORK/tsdb-$name" \
     --web.listen-address="127.0.0.1:$port" --enable-feature=extra-scrape-metrics "$@" \
     >"$WORK/prometheus-$name.log" 2>&1 &
   PROM_PID=$!
@@ -122,10 +139,18 @@ start_prom() {  # start_prom NAME CONFIG [flags]: sets PROM_URL, PROM_PID
   PROM_URL=http://127.0.0.1:$port
   wait_ready "$PROM_URL" 60
 }
+stop_prom() {  # stop_prom PID: stops one server and waits for it to exit
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  local p keep=()
+  for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  PIDS=("${keep[@]}")
+}
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 RESULTS=()
 for N in "${SIZES[@]}"; do
-  echo "== N=$N: modes $MODES; scrape interval ${INTERVAL}s, settle ${SETTLE}s ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "== N=$N: versions ${VERSIONS[*]}; modes $MODES, one server at a time; scrape interval ${INTERVAL}s, settle ${SETTLE}s ($(date -u +%FT%TZ), load $(loadavg))"
   FP=$(free_port)
   python3 "$HERE/fleet_server.py" --port "$FP" --nodes "$N" --tick "$INTERVAL" \
     ${NEP:+--node-exporter "$WORK/node_exporter.prom"} >"$WORK/fleet-$N.port" 2>"$WORK/fleet-$N.log" &
@@ -135,41 +160,45 @@ for N in "${SIZES[@]}"; do
   [ -s "$WORK/fleet-$N.port" ] || { echo "fleet server did not start: $(cat "$WORK/fleet-$N.log")" >&2; exit 1; }
 
   printf 'global: {scrape_interval: %ss}\n' "$INTERVAL" >"$WORK/empty.yml"
-  start_prom "empty-$N" "$WORK/empty.yml"
-  EMPTY_PID=$PROM_PID
-  declare -A URL=() PID=()
-  for mode in $MODES; do
-    cfg="$WORK/$mode-$N.yml"
-    {
-      printf 'global: {scrape_interval: %ss, evaluation_interval: %ss}\n' "$INTERVAL" "$INTERVAL"
-      if [ "$mode" = node_exporter ]; then
-        echo "scrape_configs:"
-        scrape_config node r "$N" "$FP"
-      else
-        echo "rule_files: [\"$REPO/deploy/prometheus/*.rules.yml\"]"
-        echo "scrape_configs:"
-        scrape_config nvmeof x "$N" "$FP"
-      fi
-    } >"$cfg"
-    flags=()
-    [ "$mode" = native ] && flags+=(--enable-feature=native-histograms)
-    start_prom "$mode-$N" "$cfg" "${flags[@]}"
-    URL[$mode]=$PROM_URL
-    PID[$mode]=$PROM_PID
-  done
-  t0=$(date +%s)
-  sleep "$SETTLE"
-  echo "settled $(( $(date +%s) - t0 ))s; measuring (load $(cut -d' ' -f1-3 /proc/loadavg))"
-  base=$(awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$EMPTY_PID/status")
-  for mode in $MODES; do
-    python3 "$HERE/fleet_measure.py" measure --prom "${URL[$mode]}" --pid "${PID[$mode]}" \
-      --nodes "$N" --mode "$mode" --out "$WORK/result-$mode-$N.json" --baseline-rss "$base" \
-      --reps "$REPS" --deadline "$DEADLINE"
-    RESULTS+=("$WORK/result-$mode-$N.json")
+  for ver in "${VERSIONS[@]}"; do
+    # The empty server of this version, alone: the RSS that every server has without nodes.
+    start_prom "$ver" "empty-$ver-$N" "$WORK/empty.yml"
+    sleep 20
+    base=$(awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$PROM_PID/status")
+    stop_prom "$PROM_PID"
+    for mode in $MODES; do
+      cfg="$WORK/$mode-$ver-$N.yml"
+      {
+        printf 'global: {scrape_interval: %ss, evaluation_interval: %ss}\n' "$INTERVAL" "$INTERVAL"
+        if [ "$mode" = node_exporter ]; then
+          echo "scrape_configs:"
+          scrape_config node r "$N" "$FP"
+        else
+          echo "rule_files: [\"$REPO/deploy/prometheus/*.rules.yml\"]"
+          echo "scrape_configs:"
+          scrape_config nvmeof x "$N" "$FP"
+        fi
+      } >"$cfg"
+      flags=()
+      [ "$mode" = native ] && flags+=(--enable-feature=native-histograms)
+      load0=$(loadavg)
+      echo "-- Prometheus $ver, $mode, N=$N: started $(date -u +%TZ), load $load0"
+      start_prom "$ver" "$mode-$ver-$N" "$cfg" "${flags[@]}"
+      t0=$(date +%s)
+      sleep "$SETTLE"
+      echo "   settled $(( $(date +%s) - t0 ))s; measuring (load $(loadavg))"
+      python3 "$HERE/fleet_measure.py" measure --prom "$PROM_URL" --pid "$PROM_PID" \
+        --nodes "$N" --mode "$mode" --version "$ver" --load-start "$load0" \
+        --out "$WORK/result-$mode-$ver-$N.json" --baseline-rss "$base" \
+        --reps "$REPS" --deadline "$DEADLINE"
+      RESULTS+=("$WORK/result-$mode-$ver-$N.json")
+      stop_prom "$PROM_PID"
+      [ "$KEEP" = 1 ] || rm -rf "$WORK/tsdb-$mode-$ver-$N"
+    done
+    rm -rf "$WORK/tsdb-empty-$ver-$N"
   done
   echo "fleet server: $(curl -fsS "127.0.0.1:$FP/stats" | tr '\n' ' ')"
   stop_all
-  unset URL PID
   if [ "$WAL" = 1 ]; then
     "$HERE/fleet_wal_replay.sh" -n "$N" --interval "$INTERVAL" || echo "WAL replay check FAILED" >&2
   fi

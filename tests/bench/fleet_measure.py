@@ -2,15 +2,16 @@
 """The measurements of fleet_bench.sh (python3 stdlib only).
 
   fleet_measure.py measure --prom URL --pid PID --nodes N --mode MODE --out FILE.json
-      [--baseline-rss BYTES] [--reps R] [--range 1h] [--step 15s] [--instance NODE]
+      [--version 2.42|3.5] [--load-start "1m 5m 15m"] [--baseline-rss BYTES] [--reps R] [--range 1h] [--step 15s] [--instance NODE]
       Reads one settled Prometheus: head series, RSS, per-scrape samples and body bytes by node
       kind (first letter of the instance: h host, t target, b both, r node_exporter), rule group
-      evaluation times against their intervals, and the latency of every dashboard panel query
+      evaluation times against their intervals (/api/v1/rules evaluationTime, and the
+      prometheus_rule_group_last_duration_seconds metric beside it), and the latency of every dashboard panel query
       (dashboards/*.json, variables as Grafana sets them: instance = one node, the rest All)
       run as a range query over --range, R times each: p50 and p99 per query.
   fleet_measure.py table FILE.json...
-      One table: every figure per node, the ratio to the node_exporter run of the same N, and
-      the issue's budgets (met or missed, by how much).
+      One table: every figure per node, the ratio to the node_exporter run of the same N and
+      Prometheus version, and issue 32's budgets (met or missed, by how much, or not measured).
 """
 import json
 import os
@@ -85,7 +86,8 @@ def dashboard_queries(instance):
 
 def measure(a):
     prom = a.prom.rstrip("/")
-    res = {"mode": a.mode, "nodes": a.nodes, "time": time.time(),
+    res = {"mode": a.mode, "nodes": a.nodes, "version": a.version, "time": time.time(),
+           "load_start": a.load_start.split(),
            "loadavg": open("/proc/loadavg").read().split()[:3], "cpus": os.cpu_count()}
     # CPU in steady state (scrapes, ingestion, rule evaluations; no queries): the figure a busy
     # machine does not distort the way it does wall-clock times.
@@ -99,9 +101,17 @@ def measure(a):
     res["body_bytes"] = by_kind(prom, "scrape_body_size_bytes")
     res["scrape_seconds"] = by_kind(prom, "scrape_duration_seconds")
     res["up"] = sum(float(r["value"][1]) for r in query(prom, "up"))
+    res["rules_read_at"] = time.time()
     groups = json.loads(get(prom + "/api/v1/rules"))["data"]["groups"]
+    last = {}  # prometheus_rule_group_last_duration_seconds{rule_group="FILE;GROUP"}
+    for line in get(prom + "/metrics").decode().splitlines():
+        m = re.match(r'prometheus_rule_group_last_duration_seconds\{rule_group="[^"]*;([^"]*)"\} (\S+)', line)
+        if m:
+            last[m.group(1)] = max(last.get(m.group(1), 0.0), float(m.group(2)))
     res["rule_groups"] = [{"name": g["name"], "interval": g["interval"],
                            "seconds": g.get("evaluationTime", 0.0),
+                           "last_duration_metric": last.get(g["name"]),
+                           "last_evaluation": g.get("lastEvaluation"),
                            "unhealthy": [r["name"] + ": " + (r.get("lastError") or "")[:120]
                                          for r in g["rules"] if r.get("health") == "err"],
                            "never_evaluated": [r["name"] for r in g["rules"]
@@ -129,24 +139,54 @@ def measure(a):
         queries.append({"where": where, "p50": pct(times, 50), "p99": pct(times, 99),
                         "series": nres, "error": err})
     res["queries"] = queries
+    res["load_end"] = open("/proc/loadavg").read().split()[:3]
     res["queries_not_run"] = skipped  # past --deadline: named in the table, never hidden
     res["reps"] = a.reps
     res["range"] = a.range
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
     slow = sorted(queries, key=lambda q: -q["p99"])[:5]
-    print(f"{a.mode} N={a.nodes}: {len(queries)} dashboard queries x {a.reps}; slowest p99: " +
+    print(f"{a.version} {a.mode} N={a.nodes}: {len(queries)} dashboard queries x {a.reps}; slowest p99: " +
           ", ".join(f"{q['p99'] * 1e3:.0f} ms ({q['where']})" for q in slow[:3]))
     empty = [q["where"] for q in queries if q["series"] == 0]
     if empty:
         print(f"  {len(empty)} queries returned no series (e.g. {empty[0]})")
 
 
+def rfc3339(t):
+    """Seconds since the epoch of Prometheus' lastEvaluation (nanoseconds cut to micro)."""
+    import datetime
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z", t or "")
+    if not m or m.group(1).startswith("0001"):
+        return None
+    frac = float("0" + m.group(2)) if m.group(2) else 0.0
+    return datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(
+        tzinfo=datetime.timezone.utc).timestamp() + frac
+
+
+def share(r, g):
+    """(seconds, lower_bound): a group's evaluation time. A group whose last evaluation is older
+    than its interval allows is still evaluating when read: the evaluation under way started no
+    later than one interval after the last one ended, so it has run at least
+    read_at - (lastEvaluation + evaluationTime + interval) seconds; when that is longer than the
+    last evaluationTime it is the figure, as a lower bound (">=")."""
+    sec, iv = g["seconds"], float(g["interval"])
+    last = rfc3339(g.get("last_evaluation"))
+    read_at = r.get("rules_read_at") or r["time"] + 60.0
+    if last is None:
+        return sec, False
+    running = read_at - (last + sec + iv)
+    return (running, True) if running > sec else (sec, False)
+
+
 def table(files):
     runs = [json.load(open(f)) for f in files]
-    ref = {r["nodes"]: r for r in runs if r["mode"] == "node_exporter"}
+    for r in runs:
+        r.setdefault("version", "2.42")
+    key = lambda r: (r["nodes"], r["version"])  # noqa: E731
+    ref = {key(r): r for r in runs if r["mode"] == "node_exporter"}
     rows = []
-    hdr = ["N", "mode", "head series/node", "x ref", "RSS/node MiB", "x ref", "bytes/scrape",
+    hdr = ["N", "prom", "mode", "head series/node", "x ref", "RSS/node MiB", "x ref", "bytes/scrape",
            "x ref", "CPU cores/1k nodes", "x ref", "rule eval max % of interval",
            "dash p50 ms (median)", "dash p99 ms (worst)"]
     for r in runs:
@@ -160,16 +200,16 @@ def table(files):
         if set(r["body_bytes"]) >= {"h", "t", "b"}:
             bb = r["body_bytes"]
             body = 0.5 * bb["h"] + 0.25 * bb["t"] + 0.25 * bb["b"]
-        rb = ref.get(n)
+        rb = ref.get(key(r))
         ratio = (lambda x, y: f"{x / y:.2f}" if rb and y else "-")
         ref_series = rb["head_series"] / n if rb else 0
         ref_rss = (rb["rss"] - (rb.get("baseline_rss") or 0)) / n if rb else 0
         ref_body = rb["body_bytes"].get("r", 0) if rb else 0
-        evals = [g["seconds"] / float(g["interval"]) * 100 for g in r["rule_groups"]]
+        evals = [share(r, g)[0] / float(g["interval"]) * 100 for g in r["rule_groups"]]
         cpu = r.get("cpu_cores", 0) / n * 1000
         ref_cpu = rb.get("cpu_cores", 0) / n * 1000 if rb else 0
         q = r["queries"]
-        rows.append([str(n), r["mode"], f"{series:,.0f}", ratio(series, ref_series),
+        rows.append([str(n), r["version"], r["mode"], f"{series:,.0f}", ratio(series, ref_series),
                      f"{rssn / 2**20:.2f}", ratio(rssn, ref_rss), f"{body:,.0f}",
                      ratio(body, ref_body), f"{cpu:.2f}", ratio(cpu, ref_cpu),
                      f"{max(evals):.2f}" if evals else "-",
@@ -183,49 +223,61 @@ def table(files):
     print()
     print("samples per scrape by node kind (= series per node; a native histogram is one):")
     for r in runs:
-        print(f"  N={r['nodes']} {r['mode']}: " + ", ".join(
+        print(f"  N={r['nodes']} {r['version']} {r['mode']}: " + ", ".join(
             f"{KINDS.get(k, k)} {v:,.0f}" for k, v in sorted(r["samples_per_scrape"].items())) +
-            f"; up {r['up']:.0f}/{r['nodes']}; load {' '.join(r['loadavg'])} on {r['cpus']} CPUs")
+            f"; up {r['up']:.0f}/{r['nodes']}; load {' '.join(r.get('load_start', []))} at start, "
+            f"{' '.join(r['loadavg'])} when measured, {' '.join(r.get('load_end', []))} at the end, "
+            f"on {r['cpus']} CPUs")
     print()
-    print("budgets (issue 24):")
+    print("budgets (issue 32; met / MISSED by how much / not measured):")
     for r in runs:
-        n, k, mode = r["nodes"], r["samples_per_scrape"], r["mode"]
-        rb = ref.get(n)
+        n, mode, ver = r["nodes"], r["mode"], r["version"]
+        if mode == "node_exporter":
+            continue
+        rb = ref.get(key(r))
+        tag = f"  N={n} {ver} {mode}:"
         checks = []
-        if mode == "native" and "h" in k:
-            checks.append(("host node series <= 1,000", k["h"], 1000))
-        if mode == "text" and "h" in k:
-            checks.append(("host node series (text) <= 10,000", k["h"], 10000))
-        if mode in ("native", "text") and rb:
+        if rb:
             ref_rss = (rb["rss"] - (rb.get("baseline_rss") or 0)) / n
             rssn = (r["rss"] - (r.get("baseline_rss") or 0)) / n
-            checks.append(("RSS/node <= 3x node_exporter's", rssn / ref_rss, 3.0))
-        if mode in ("native", "text"):
-            evals = [g["seconds"] / float(g["interval"]) for g in r["rule_groups"]]
-            if evals:
-                checks.append(("rule evaluation <= 10% of interval", max(evals) * 100, 10.0))
-            if r["queries"]:
-                checks.append((f"dashboard query p99 <= 1 s ({r['range']})",
-                               max(x["p99"] for x in r["queries"]), 1.0))
+            checks.append(("CPU/1k nodes <= 3x node_exporter's",
+                           r.get("cpu_cores", 0) / rb["cpu_cores"] if rb.get("cpu_cores") else None, 3.0))
+            checks.append(("head series/node <= 2x node_exporter's",
+                           r["head_series"] / rb["head_series"], 2.0))
+            checks.append(("RSS/node <= 3x node_exporter's", rssn / ref_rss if ref_rss > 0 else None, 3.0))
+        else:
+            for name in ("CPU/1k nodes <= 3x node_exporter's", "head series/node <= 2x node_exporter's",
+                         "RSS/node <= 3x node_exporter's"):
+                checks.append((name + " (no reference run)", None, 1))
+        evals = [share(r, g)[0] / float(g["interval"]) for g in r["rule_groups"]]
+        checks.append(("every rule group <= 10% of its interval (>= where still evaluating)",
+                       max(evals) * 100 if evals else None, 10.0))
+        checks.append((f"every dashboard query p99 <= 1 s ({r.get('range', '1h')})",
+                       max(x["p99"] for x in r["queries"]) if r["queries"] else None, 1.0))
         for name, got, limit in checks:
+            if got is None:
+                print(f"{tag} {name}: not measured")
+                continue
             verdict = "met" if got <= limit else f"MISSED by {got / limit:.2f}x"
-            print(f"  N={n} {mode}: {name}: {got:,.3g} -> {verdict}")
-        evals = sorted(r["rule_groups"], key=lambda g: -g["seconds"] / float(g["interval"]))
-        if evals and mode != "node_exporter":
-            print(f"  N={n} {mode}: rule groups, evaluation time / interval: " + ", ".join(
-                f"{g['name']} {g['seconds']:.2f}s/{g['interval']:.0f}s" for g in evals[:3]))
+            print(f"{tag} {name}: {got:,.3g} -> {verdict}")
+        groups = sorted(r["rule_groups"], key=lambda g: -share(r, g)[0] / float(g["interval"]))
+        print(f"{tag} rule groups, evaluation time / interval (share; >= = still evaluating when "
+              "read, time so far): " + ", ".join(
+                  f"{g['name']} {'>=' if share(r, g)[1] else ''}{share(r, g)[0]:.3f}s/"
+                  f"{float(g['interval']):.0f}s ({share(r, g)[0] / float(g['interval']) * 100:.1f}%)"
+                  for g in groups))
         late = [g["name"] for g in r["rule_groups"] if g.get("never_evaluated")]
         if late:
-            print(f"  N={n} {mode}: not evaluated yet when measured (settle longer): {', '.join(late)}")
+            print(f"{tag} not evaluated yet when measured (settle longer): {', '.join(late)}")
         bad = [g["name"] + ": " + "; ".join(g["unhealthy"]) for g in r["rule_groups"] if g["unhealthy"]]
         if bad:
-            print(f"  N={n} {mode}: rules not healthy: {'; '.join(bad)}")
+            print(f"{tag} rules not healthy: {'; '.join(bad)}")
         if r.get("queries_not_run"):
-            print(f"  N={n} {mode}: {r['queries_not_run']} of {r['queries_not_run'] + len(r['queries'])} "
+            print(f"{tag} {r['queries_not_run']} of {r['queries_not_run'] + len(r['queries'])} "
                   f"dashboard queries NOT RUN (past the --deadline); the p99 above is of the others")
         err = [x for x in r["queries"] if x["error"]]
         if err:
-            print(f"  N={n} {mode}: {len(err)} dashboard queries failed, e.g. {err[0]['where']}: "
+            print(f"{tag} {len(err)} dashboard queries failed, e.g. {err[0]['where']}: "
                   f"{err[0]['error']}")
 
 
@@ -240,6 +292,8 @@ def main(argv):
     ap.add_argument("--nodes", type=int, required=True)
     ap.add_argument("--mode", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--version", default="2.42")
+    ap.add_argument("--load-start", default="")
     ap.add_argument("--baseline-rss", type=int, default=0)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--cpu-window", type=float, default=60.0)
