@@ -4,6 +4,8 @@
 #   SKIP_VM=1 tests/run-all.sh   # host tests only (fuzzing included; SKIP_FUZZ=1 skips it;
 #                                # SANITIZE=0 skips the ASan+UBSan and TSan runs, ~11 min here;
 #                                # SKIP_SOAK=1 skips the 5-minute soak)
+#   tests/run-all.sh --kernels all   # the VM suite on every kernel (5.10, 6.1, 6.12, 7.2), every
+#                                # scenario (default: 6.1 and 6.12 in full, 7.2 smoke)
 #   tests/run-all.sh --quick     # development: build, unit tests and the e2e tests not labelled
 #                                # slow (a few minutes; no sanitizers, fuzzing, soak, VM suite,
 #                                # icount gate, nor the six e2e scripts over 45 s each)
@@ -15,8 +17,11 @@ if [ "${1:-}" = --quick ]; then
   export SANITIZE=0 SKIP_FUZZ=1 SKIP_SOAK=1 SKIP_VM=1 SKIP_ICOUNT=1
   quick_t0=$(date +%s)
   trap 'echo "run-all --quick: $(( $(date +%s) - quick_t0 ))s"' EXIT
+elif [ "${1:-}" = --kernels ] && [ $# = 2 ]; then
+  export NVMEOF_VM_KERNELS=$2  # tests/vm/run-suite.sh: "all" is every scenario on every kernel
+  [ "$2" != all ] || export NVMEOF_VM_KERNELS="5.10 6.1 6.12 7.2" NVMEOF_VM_FULL_KERNELS="5.10 6.1 6.12 7.2"
 elif [ $# -gt 0 ]; then
-  echo "usage: tests/run-all.sh [--quick]" >&2
+  echo "usage: tests/run-all.sh [--quick | --kernels all|\"K...\"]" >&2
   exit 2
 fi
 deploy/install-deps.sh --test
