@@ -21,6 +21,17 @@ bool FirstTime(const std::string& source) {
   return seen.insert(source).second;
 }
 
+std::string LabelKey(const Labels& labels) {
+  std::string key;
+  for (const auto& l : labels) {
+    key += l.name;
+    key += '\xff';  // never in a sanitized value (valid UTF-8) nor in a label name
+    key += l.value;
+    key += '\xff';
+  }
+  return key;
+}
+
 // Gauges may be +Inf where a collector documents it (e.g. a timeout that is "off"); no other
 // non-finite value has a meaning to serve.
 bool Servable(double value, prometheus::MetricType type) {
@@ -32,6 +43,7 @@ bool Servable(double value, prometheus::MetricType type) {
 
 prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_view help,
                                           prometheus::MetricType type, Labels labels) {
+  bool sanitized = false;
   for (auto& label : labels) {
     if (!IsValidLabelName(label.name)) {  // names are the exporter's constants: a bug
       if (FirstTime(std::string(name) + "{" + label.name + "}!")) {
@@ -43,6 +55,7 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_vie
     }
     if (SanitizeLabelValue(&label.value)) {
       ++sanitized_;
+      sanitized = true;
       if (LogEnabled(LogLevel::kDebug)) {
         const std::string source = std::string(name) + "{" + label.name + "}";
         if (FirstTime(source)) {
@@ -56,6 +69,14 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_vie
   if (inserted) {
     families_.push_back({std::string(name), std::string(help), type, {}});
     native_.emplace_back();
+    seen_.emplace_back();
+  }
+  if (!Unique(it->second, labels, sanitized)) {
+    if (FirstTime(std::string(name) + "{}!dup")) {
+      LogDebug("duplicate series after label sanitizing, skipped", Kv("metric", name));
+    }
+    ++skipped_;
+    return nullptr;
   }
   auto& family = families_[it->second];
   if (!native_[it->second].empty()) native_[it->second].emplace_back();
@@ -102,9 +123,20 @@ void MetricSink::Histogram(std::string_view name, std::string_view help, Labels 
   h.bucket.push_back({count, std::numeric_limits<double>::infinity()});
 }
 
+bool MetricSink::Unique(size_t f, const Labels& labels, bool sanitized) {
+  auto& seen = seen_[f];
+  if (!seen) {
+    if (!sanitized) return true;
+    seen.emplace();
+    for (const auto& m : families_[f].metric) seen->insert(LabelKey(m.label));
+  }
+  return seen->insert(LabelKey(labels)).second;
+}
+
 std::vector<prometheus::MetricFamily> MetricSink::Take() {
   index_.clear();
   native_.clear();
+  seen_.clear();
   return std::move(families_);
 }
 
@@ -117,6 +149,7 @@ void MetricSink::Append(MetricSink&& other) {
   skipped_ += other.skipped_;
   sanitized_ += other.sanitized_;
   auto native = std::move(other.native_);
+  auto seen = std::move(other.seen_);
   auto families = other.Take();
   for (size_t f = 0; f < families.size(); ++f) {
     auto& family = families[f];
@@ -125,16 +158,27 @@ void MetricSink::Append(MetricSink&& other) {
     if (inserted) {
       families_.push_back(std::move(family));
       native_.push_back(std::move(side));
+      seen_.push_back(std::move(seen[f]));
       continue;
     }
-    auto& dst = families_[it->second].metric;
-    auto& dst_side = native_[it->second];
-    if (!side.empty() || !dst_side.empty()) {
+    const size_t d = it->second;
+    auto& dst = families_[d].metric;
+    auto& dst_side = native_[d];
+    const bool native_any = !side.empty() || !dst_side.empty();
+    if (native_any) {
       dst_side.resize(dst.size());
       side.resize(family.metric.size());
-      for (auto& n : side) dst_side.push_back(std::move(n));
     }
-    for (auto& m : family.metric) dst.push_back(std::move(m));
+    // Either half holding a sanitized value makes the merged family's label sets checked.
+    const bool check = seen[f].has_value() || seen_[d].has_value();
+    for (size_t m = 0; m < family.metric.size(); ++m) {
+      if (check && !Unique(d, family.metric[m].label, true)) {
+        ++skipped_;
+        continue;
+      }
+      dst.push_back(std::move(family.metric[m]));
+      if (native_any) dst_side.push_back(std::move(side[m]));
+    }
   }
 }
 

@@ -2,6 +2,9 @@
 // It is the one place series are built, so it is where untrusted input is made safe: every label
 // value goes through SanitizeLabelValue (collectors/base/label_value.h), label names are checked,
 // and values that cannot be served (NaN, -Inf; +Inf outside gauges) are skipped, not written.
+// Sanitizing can make two distinct raw values equal (a netdev name with and without a control
+// character), so once a family holds a sanitized value its label sets are checked and a
+// duplicate series is skipped: a scrape with one would be rejected whole.
 #pragma once
 
 #include <prometheus/metric_family.h>
@@ -13,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace nvmeof {
@@ -101,6 +105,11 @@ class MetricSink {
   // immutable, so the scraper's copy of a run's sink copies pointers, not buckets.
   std::vector<std::vector<std::shared_ptr<const NativeHistogram>>> native_;
   std::unordered_map<std::string, size_t> index_;
+  // seen_[f]: the label sets of families_[f], kept only once the family holds a sanitized
+  // value (empty before: the collectors' own label sets are unique by construction).
+  std::vector<std::optional<std::unordered_set<std::string>>> seen_;
+  // Marks families_[f] as holding a sanitized value; false when `labels` is already there.
+  bool Unique(size_t f, const Labels& labels, bool sanitized);
   size_t skipped_ = 0;
   size_t sanitized_ = 0;
 };

@@ -191,5 +191,38 @@ TEST(MetricSinkSanitize, InvalidLabelNameIsSkipped) {
   EXPECT_EQ(Select(sink, "nvmeof_g").size(), 0u);
 }
 
+// A netdev name with control characters sanitizes to one already served (a chaos tree's
+// gid_attrs/ndevs): the second series is skipped in either order, not served twice.
+TEST(MetricSinkSanitize, DuplicateAfterSanitizingIsSkipped) {
+  for (bool dirty_first : {false, true}) {
+    SCOPED_TRACE(dirty_first ? "sanitized value first" : "clean value first");
+    MetricSink sink;
+    const std::string clean = "ens1f0np0";
+    const std::string dirty = "\x7f\rens1f\x7f" "0np0";
+    sink.Gauge("nvmeof_p_info", "h", {{"netdev", dirty_first ? dirty : clean}}, 1);
+    sink.Gauge("nvmeof_p_info", "h", {{"netdev", "other"}}, 1);
+    sink.Gauge("nvmeof_p_info", "h", {{"netdev", dirty_first ? clean : dirty}}, 1);
+    EXPECT_EQ(Select(sink, "nvmeof_p_info").size(), 2u);
+    EXPECT_EQ(sink.skipped(), 1u);
+  }
+}
+
+TEST(MetricSinkSanitize, DuplicateAcrossAppendIsSkippedWithItsNativeBuckets) {
+  auto native = std::make_shared<NativeHistogram>();
+  MetricSink a;
+  a.Histogram("nvmeof_h_seconds", "h", {{"netdev", "eth0"}}, {1.0}, {1}, 1, 0.5, native);
+  MetricSink b;
+  b.Histogram("nvmeof_h_seconds", "h", {{"netdev", "eth\x01" "0"}}, {1.0}, {2}, 2, 1, native);
+  b.Histogram("nvmeof_h_seconds", "h", {{"netdev", "eth1"}}, {1.0}, {3}, 3, 1, native);
+  a.Append(std::move(b));
+  const auto h = Select(a, "nvmeof_h_seconds");
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0]->histogram.sample_count, 1u);
+  EXPECT_EQ(h[1]->histogram.sample_count, 3u);
+  EXPECT_EQ(a.skipped(), 1u);
+  EXPECT_NE(a.NativeOf(0, 1), nullptr);
+  EXPECT_EQ(a.NativeOf(0, 2), nullptr);
+}
+
 }  // namespace
 }  // namespace nvmeof
