@@ -81,19 +81,18 @@ privilege_runs() {
   }
   proc_status() { grep -E "^$2:" "/proc/$1/status" | awk '{print $2}'; }
   # run_as WRAPPER BINARY NAME [flags...]: starts the exporter through WRAPPER; sets XPID to the
-  # exporter process itself (BINARY, below strace/setpriv).
+  # exporter process itself (BINARY, below strace/setpriv): the one listening on its port. Not
+  # by command line: other tests run the same binary with the same first flags in parallel,
+  # and stopping one of theirs would leave this one running.
   run_as() {
     local saved=$EXPORTER bin=$2
     EXPORTER="$WORK/$1"; shift 2
     start_exporter "$@"
     EXPORTER=$saved
-    XPID=
-    for _ in $(seq 50); do
-      XPID=$(pgrep -n -f -- "^$bin --web.listen-address=127.0.0.1:0" || true)
-      [ -n "$XPID" ] && break
-      sleep 0.1
-    done
-    [ -n "$XPID" ] || fail "cannot find the exporter process"
+    XPID=$(ss -Htlnp "( sport = :$PORT )" | sed -n 's/.*pid=\([0-9]*\),.*/\1/p' | head -n 1)
+    [ -n "$XPID" ] || fail "cannot find the process listening on port $PORT"
+    [ "$(readlink -f "/proc/$XPID/exe")" = "$(readlink -f "$bin")" ] ||
+      fail "port $PORT: pid $XPID is $(readlink -f "/proc/$XPID/exe"), not $bin"
     PIDS+=("$XPID")  # strace waits for it: cleanup must end it too
   }
   stop() { kill "$XPID" 2>/dev/null || true; wait "$LAST_PID" 2>/dev/null || true; }
