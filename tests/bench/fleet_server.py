@@ -8,19 +8,24 @@ scrapes N targets "h00042", "t00043", ... and relabels them (the blackbox-export
 so N nodes cost one process and one socket, not N.
 
 Node shapes (README "Histograms and cardinality", tests/unit/cardinality_test.cc), at the
-exporter's defaults (bpf.stage_detail controller, 16 classic buckets for text, native schema-3
-histograms for protobuf, every block device timed):
+exporter's defaults (the default hook tier, bpf.stage_detail controller, 16 classic buckets for
+text, native schema-3 histograms for protobuf; block series for local disks only, not for the
+NVMe-oF host namespaces' disks, which the NVMe-oF series already time):
   h*  host:   4 controllers x 8 namespaces (NVMe/RDMA and NVMe/TCP), reads and writes, plus a
-              local PCIe drive; block-layer series of all 33 disks
-  t*  target: 16 subsystems x 2 ports
+              local PCIe drive, the one disk with block series
+  t*  target: 16 subsystems x 2 ports, each subsystem one namespace on its own local drive
+              (nvmeof_target_namespace_info's device_path), whose block series are timed
   b*  both:   the two above on one node
+--tier transport replays the transport tier's stages instead (bpf.transport_stages).
 Node i is h, h, t, b for i mod 4 = 0, 1, 2, 3 (half hosts, a quarter targets, a quarter both).
 
 Where the numbers come from (REAL, replayed):
 - every latency distribution is one of the real VM scrape's (tests/fixtures/vm-stages, Debian
-  6.12, fentry hooks, rxe and NVMe/TCP): a host controller's stages and its namespaces' end to
-  end latency are the VM host's series of the same transport and op; a target subsystem's are
-  the VM target's; counts scale with time, so counters grow (by the VM run's counts per second,
+  6.12, rxe and NVMe/TCP; the default tier's tracepoints, or fentry hooks with --tier
+  transport): a host controller's stages and its namespaces' end to end latency are the VM
+  host's series of the same transport and op; a target subsystem's are the VM target's, and
+  its backing drive's block series are the VM target's null_blk backing disk of the same
+  transport (the fentry scrape has none: there, the host's stand-in below); counts scale with time, so counters grow (by the VM run's counts per second,
   as if it had run for an hour already, times a per-node rate of 0.7-1.3);
 - everything that is not a latency histogram is the golden scrape of the fixture trees
   (tests/e2e/golden.prom: RDMA port and hw counters of one mlx5 device, PFC, DCB, TCP, the NVMe
@@ -56,7 +61,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import synthetic_nvmeof as syn  # noqa: E402  (read_scrape, native_counts, render)
 
 FIXTURES = os.environ.get("FIXTURES", os.path.join(HERE, "..", "fixtures"))
-VM_SCRAPE = os.path.join(FIXTURES, "vm-stages", "metrics-6.12-fentry.prom.gz")
+VM_SCRAPES = {"default": os.path.join(FIXTURES, "vm-stages", "metrics-6.12-default.prom.gz"),
+              "transport": os.path.join(FIXTURES, "vm-stages", "metrics-6.12-fentry.prom.gz")}
 GOLDEN = os.path.join(HERE, "..", "e2e", "golden.prom")
 
 SELF, PEER = "@@@@@@", "%%%%%%"  # same length as a node name: h00042
@@ -89,8 +95,8 @@ def text_le(h):
     return out
 
 
-def load():
-    vm = syn.read_scrape(VM_SCRAPE)
+def load(tier):
+    vm = syn.read_scrape(VM_SCRAPES[tier])
     for (_, kind), series in vm.items():
         for s in series.values() if kind == "histogram" else ():
             s["native"] = syn.native_counts(s)
@@ -158,7 +164,6 @@ def shape(vm, golden, kind, rclass):
                     add(cmd_fam, "histogram", lab, cmd)
                     add("nvmeof_commands_total", "counter", lab, cnt)
             for n in range(1, 9):
-                block(fams, vm, "%sn%d" % (ctrl, n), tr)
                 add("nvmeof_namespace_info", "gauge", [
                     ("nvme_subsystem", "nvme-subsys%d" % c), ("nvme_namespace", "%sn%d" % (ctrl, n)),
                     ("nsid", str(n)), ("nqn", nqn)], {"value": 1})
@@ -184,10 +189,18 @@ def shape(vm, golden, kind, rclass):
                            ("nvmet_port", port)]
                     add(cmd_fam, "histogram", lab, cmd)
                     add("nvmeof_commands_total", "counter", lab, cnt)
+            # Its namespace, on a local drive of its own: the drive's time joins through
+            # device_path (instance:nvmeof_target_namespace_disk:info).
+            drive = "nvme%dn1" % (10 + ss)
+            add("nvmeof_target_namespace_info", "gauge", [
+                ("nqn", nqn), ("nsid", "1"), ("device_path", "/dev/" + drive),
+                ("device_uuid", "00000000-0000-4000-8000-%012d" % ss), ("ana_grpid", "1")],
+                {"value": 1})
+            backing(fams, vm, drive, tr)
     # The rest of the node: the golden scrape (one RDMA device), by role.
     for (family, k), series in golden.items():
         if family in ("nvmeof_controller_info", "nvmeof_namespace_info",
-                      "nvmeof_exporter_bpf_available", "nvmeof_exporter_build_info"):
+                      "nvmeof_target_namespace_info", "nvmeof_exporter_bpf_available", "nvmeof_exporter_build_info"):
             continue
         if HOST_FAMILIES.match(family) and not host or TARGET_FAMILIES.match(family) and not target:
             continue
@@ -202,12 +215,31 @@ def shape(vm, golden, kind, rclass):
     return fams
 
 
+def backing(fams, vm, disk, transport):
+    """A target's backing drive: the block series of the VM target's null_blk backing disk of
+    the same transport (found through the VM's nvmeof_target_namespace_info), under `disk`;
+    the host's stand-in (block below) where the replayed scrape has none."""
+    found = False
+    for (fam, k), series in vm.items():
+        if not fam.startswith("nvmeof_block_"):
+            continue
+        for labels, s in series.items():
+            ld = dict(labels)
+            info, _ = pick(vm, "nvmeof_target_namespace_info", device_path="/dev/" + ld["disk"])
+            if info is None or ("-" + transport) not in info["nqn"]:
+                continue
+            fams.setdefault((fam, k), {})[tuple((n, disk if n == "disk" else v)
+                                               for n, v in labels)] = s
+            found = True
+    if not found:
+        block(fams, vm, disk, transport)
+
+
 def block(fams, vm, disk, transport):
-    """The bpf collector's block-layer series of one disk (bpf.block_devices allows every disk
-    by default, so a 4x8 host times its 32 NVMe-oF namespaces' disks too): end to end, queue
-    and device stages per op, and the exact request count. SYNTHETIC from REAL: a disk's end to
-    end is the VM host's command latency of its transport and op (block layer plus NVMe
-    command), its queue stage the VM's block_submit stage, its device stage the command."""
+    """The bpf collector's block-layer series of one disk: end to end, queue and device stages
+    per op, and the exact request count. SYNTHETIC from REAL: a disk's end to end is the VM
+    host's command latency of its transport and op (block layer plus NVMe command), its queue
+    stage the VM's block_submit stage, its device stage the command."""
     for op in ("read", "write"):
         _, cmd = pick(vm, "nvmeof_command_latency_seconds", role="host", transport=transport, op=op)
         _, sub = pick(vm, "nvmeof_stage_latency_seconds", role="host", transport=transport, op=op,
@@ -222,8 +254,8 @@ def block(fams, vm, disk, transport):
 
 
 class Fleet:
-    def __init__(self, tick):
-        vm, golden = load()
+    def __init__(self, tick, tier="default"):
+        vm, golden = load(tier)
         self.tick, self.t0 = tick, time.time()
         self.shapes = {(k, r): shape(vm, golden, k, r) for k in "htb" for r in range(len(RATES))}
         self.cache, self.lock = {}, threading.Lock()
@@ -327,13 +359,15 @@ def main():
     ap.add_argument("--tick", type=float, default=5.0)
     ap.add_argument("--nodes", type=int, default=1000, help="fleet size (peers are chosen in it)")
     ap.add_argument("--list", type=int)
+    ap.add_argument("--tier", choices=sorted(VM_SCRAPES), default="default",
+                    help="the hook tier whose stages the nodes serve (default: the default)")
     ap.add_argument("--node-exporter", metavar="SCRAPE",
                     help="also serve nodes r00000.. replaying this node_exporter scrape")
     args = ap.parse_args()
     if args.list is not None:
         print("\n".join(node_name(i) for i in range(args.list)))
         return
-    fleet = Fleet(args.tick)
+    fleet = Fleet(args.tick, args.tier)
     if args.node_exporter:
         fleet.reference(args.node_exporter)
     threading.Thread(target=fleet.refresh, daemon=True).start()
