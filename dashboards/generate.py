@@ -204,31 +204,33 @@ def latency():
     d.var("transport", "Transport (fabric)",
           'label_values(nvmeof_commands_total{job=~"$job", instance=~"$instance"}, transport)',
           regex=f"/^({FABRIC})$/", all_value=FABRIC)
-    d.var("controller", "Controller (host stages)",
+    d.var("controller", "Controller (host)",
           'label_values(nvmeof_commands_total{role="host", job=~"$job", instance=~"$instance", transport=~"$transport"}, controller)')
-    d.var("nvme_namespace", "Namespace (host)",
-          'label_values(nvmeof_commands_total{role="host", job=~"$job", instance=~"$instance"}, nvme_namespace)')
     d.var("nqn", "Subsystem NQN (target)",
           'label_values(nvmeof_commands_total{role="target", job=~"$job", instance=~"$instance"}, nqn)')
     d.var("op", "Op", 'label_values(nvmeof_commands_total{job=~"$job", instance=~"$instance"}, op)')
     d.var("disk", "Block device",
           'label_values(nvmeof_block_requests_total{job=~"$job", instance=~"$instance"}, disk)')
     J = 'job=~"$job", instance=~"$instance"'
-    H = f'role="host", {J}, transport=~"$transport", nvme_namespace=~"$nvme_namespace", op=~"$op"'
-    # Stage series are per controller on hosts (bpf.stage_detail: controller, the default; at
-    # namespace they also carry nvme_namespace, which the stage rules sum away).
-    HS = f'role="host", {J}, transport=~"$transport", controller=~"$controller", op=~"$op"'
+    # The host's recorded series are per controller (one path to one subsystem): end to end
+    # (the rules sum the namespaces away) and stages (bpf.stage_detail: controller, the
+    # default; at namespace the stage rules sum nvme_namespace away too).
+    H = f'role="host", {J}, transport=~"$transport", controller=~"$controller", op=~"$op"'
+    HS = H
     T = f'role="target", {J}, transport=~"$transport", nqn=~"$nqn", op=~"$op"'
     L = f'role="host", {J}, transport="pcie", op=~"$op"'
     B = f'{J}, disk=~"$disk"'
+    # The block p99s are recorded per node over its disks (per disk: the means).
+    BN = J
     SAMPLED = ("Latency histograms are sampled (1 in nvmeof_exporter_bpf_sample_every commands); "
                "counts of commands are exact.")
 
     d.row("At a glance")
     d.panel("stat", "Host IOPS", "NVMe-oF commands completed per second on the hosts (exact).",
             "iops", [f"sum(instance:nvmeof_commands:rate5m{{{H}}})"], w=5, h=4)
-    d.panel("stat", "Host p99 (worst namespace)", "End-to-end p99 on the hosts, block layer "
-            "submission to completion, of the worst selected namespace. " + SAMPLED, "s",
+    d.panel("stat", "Host p99 (worst controller)", "End-to-end p99 on the hosts, block layer "
+            "submission to completion, of the worst selected controller (one path to one "
+            "subsystem). " + SAMPLED, "s",
             [p99("", "nvmeof_command_latency_seconds", H)],
             w=5, h=4)
     d.panel("stat", "Target IOPS", "NVMe-oF commands completed per second on the targets.",
@@ -304,17 +306,19 @@ def latency():
                       "{{instance}} {{controller}} {{stage}}")], w=24)
 
     d.row("End to end")
-    d.panel("timeseries", "Host p99 by namespace",
-            "End-to-end p99 per namespace block device (all its paths). " + SAMPLED, "s",
-            [(p99("instance, nvme_namespace, op", "nvmeof_command_latency_seconds", H),
-              "{{instance}} {{nvme_namespace}} {{op}}")])
+    d.panel("timeseries", "Host p99 by controller",
+            "End-to-end p99 per controller: one host's path to one subsystem, all its "
+            "namespaces (nvmeof_controller_info names the subsystem's NQN). " + SAMPLED, "s",
+            [(p99("instance, controller, op", "nvmeof_command_latency_seconds", H),
+              "{{instance}} {{controller}} {{op}}")])
     d.panel("timeseries", "Target p99 by subsystem",
             "Target end-to-end p99 per subsystem. " + SAMPLED, "s",
             [(p99("instance, nqn, op", "nvmeof_command_latency_seconds", T),
               "{{instance}} {{nqn}} {{op}}")])
-    d.panel("timeseries", "Host IOPS by namespace", "Commands per second per namespace (exact).",
-            "iops", [(f"sum by (instance, nvme_namespace, op) (instance:nvmeof_commands:rate5m{{{H}}})",
-                      "{{instance}} {{nvme_namespace}} {{op}}")])
+    d.panel("timeseries", "Host IOPS by controller", "Commands per second per controller "
+            "(exact).", "iops",
+            [(f"sum by (instance, controller, op) (instance:nvmeof_commands:rate5m{{{H}}})",
+              "{{instance}} {{controller}} {{op}}")])
     d.panel("timeseries", "Target IOPS by subsystem", "Commands per second per subsystem.",
             "iops", [(f"sum by (instance, nqn, op) (instance:nvmeof_commands:rate5m{{{T}}})",
                       "{{instance}} {{nqn}} {{op}}")])
@@ -360,26 +364,35 @@ def latency():
             [heatmap("nvmeof_command_latency_seconds", T)])
 
     d.row("Local PCIe NVMe drives (not NVMe-oF)")
-    d.panel("timeseries", "Local PCIe p99 by namespace",
-            "End-to-end p99 of local PCIe NVMe namespaces, apart from the fabric numbers "
-            "above. " + SAMPLED, "s",
-            [(p99("instance, nvme_namespace, op", "nvmeof_command_latency_seconds", L),
-              "{{instance}} {{nvme_namespace}} {{op}}")])
-    d.panel("timeseries", "Local PCIe IOPS by namespace", "Commands per second per local "
-            "namespace (exact).", "iops",
-            [(f"sum by (instance, nvme_namespace, op) (instance:nvmeof_commands:rate5m{{{L}}})",
-              "{{instance}} {{nvme_namespace}} {{op}}")])
+    d.panel("timeseries", "Local PCIe p99 by controller",
+            "End-to-end p99 of local PCIe NVMe controllers (all their namespaces), apart from "
+            "the fabric numbers above. " + SAMPLED, "s",
+            [(p99("instance, controller, op", "nvmeof_command_latency_seconds", L),
+              "{{instance}} {{controller}} {{op}}")])
+    d.panel("timeseries", "Local PCIe IOPS by controller", "Commands per second per local "
+            "controller (exact).", "iops",
+            [(f"sum by (instance, controller, op) (instance:nvmeof_commands:rate5m{{{L}}})",
+              "{{instance}} {{controller}} {{op}}")])
 
     d.row("Block layer (eBPF, every block device)")
-    d.panel("timeseries", "Block p99 by device and stage",
-            "Block-layer stages of every block device on the node: queue = allocated to issued "
-            "to the driver, device = issued to completed. " + SAMPLED, "s",
-            [(p99("instance, disk, stage", "nvmeof_block_stage_latency_seconds", B),
+    d.panel("timeseries", "Block p99 by stage",
+            "Block-layer stages over all the node's timed disks: queue = allocated to issued "
+            "to the driver, device = issued to completed (worst op). Per disk: the means "
+            "below. " + SAMPLED, "s",
+            [(p99("instance, stage", "nvmeof_block_stage_latency_seconds", BN),
+              "{{instance}} {{stage}}")])
+    d.panel("timeseries", "Block p99",
+            "Block-layer request latency over all the node's timed disks, allocated to "
+            "completed (worst op). " + SAMPLED, "s",
+            [(p99("instance", "nvmeof_block_latency_seconds", BN), "p99 {{instance}}")])
+    d.panel("timeseries", "Block mean by device and stage",
+            "Mean time per request in each block-layer stage, per disk: the disk whose device "
+            "stage stands out is the slow drive. " + SAMPLED, "s",
+            [(f"sum by (instance, disk, stage) ("
+              f"instance:nvmeof_block_stage_latency_seconds_sum:rate5m{{{B}}})"
+              f" / sum by (instance, disk, stage) ("
+              f"instance:nvmeof_block_stage_latency_seconds_count:rate5m{{{B}}})",
               "{{instance}} {{disk}} {{stage}}")])
-    d.panel("timeseries", "Block p99 by device",
-            "Block-layer request latency, allocated to completed (worst op). " + SAMPLED, "s",
-            [(p99("instance, disk", "nvmeof_block_latency_seconds", B),
-              "p99 {{instance}} {{disk}}")])
     d.panel("timeseries", "Block IOPS", "Block requests completed per second (exact).", "iops",
             [(f"sum by (instance, disk, op) (instance:nvmeof_block_requests:rate5m{{{B}}})",
               "{{instance}} {{disk}} {{op}}")])
