@@ -93,7 +93,11 @@ static __always_inline struct nvmeof_inflight_set* inflight_set(__u64 rq) {
 }
 
 static __always_inline void record(struct nvmeof_block_hist* h, __u32 stage, __u64 ns) {
+#ifndef NVMEOF_BPF_BEFORE_5_12
   __u32 i = nvmeof_hist_index(ns);
+#else
+  __u32 i = (__u32)nv_hist_bucket(ns); /* its branches checked once (nvmeof_inflight.bpf.h) */
+#endif
   barrier_var(i); /* keeps the check below on the register the store uses, for the verifier */
   if (stage >= NVMEOF_STAGE_COUNT || i >= NVMEOF_HIST_BUCKETS) return;
   h->count[stage] += 1;

@@ -171,13 +171,21 @@ static __always_inline void* hist_entry(void* map, struct nvmeof_series* k) {
 
 /* Global (not static): the verifier checks it once, not again at each of finish()'s spans.
  * Kernels before 5.12 take no pointer argument in a global function ("Arg#0 type PTR in
- * nv_hist_add() is not supported yet"): inlined in their build. */
+ * nv_hist_add() is not supported yet"): their build inlines the add but keeps the bucket
+ * index, whose branches multiply finish()'s paths past the verifier's 1M-instruction limit
+ * (measured on 6.18 with the pre-5.12 object: nv_end over 1,000,000, which 5.10 under TCG
+ * took minutes to refuse), in a global function of a scalar. */
 #ifndef NVMEOF_BPF_BEFORE_5_12
 __noinline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
-#else
-static __always_inline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
-#endif
   __u32 i = nvmeof_hist_index(ns);
+#else
+__noinline int nv_hist_bucket(__u64 ns) {
+  return (int)nvmeof_hist_index(ns);
+}
+
+static __always_inline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
+  __u32 i = (__u32)nv_hist_bucket(ns);
+#endif
   barrier_var(i); /* keeps the check below on the register the store uses, for the verifier */
   if (!h || i >= NVMEOF_HIST_BUCKETS) return 0;
   h->count += 1;
