@@ -188,6 +188,16 @@ struct btf* KernelProber::Btf(std::string_view module) {
   return b;
 }
 
+std::string KernelProber::MissingModuleBtf(std::string_view module) const {
+  if (module.empty() || !Exists(paths_.sysfs + "/kernel/btf/vmlinux")) return "";
+  const std::string m(module);
+  // A loadable module has an initstate; a built-in one's types are in vmlinux.
+  if (!Exists(paths_.sysfs + "/module/" + m + "/initstate") ||
+      Exists(paths_.sysfs + "/kernel/btf/" + m))
+    return "";
+  return "no BTF for module " + m + " (CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+)";
+}
+
 bool KernelProber::KprobesSupported() const {
   // libbpf attaches kprobes through the perf "kprobe" PMU, else tracefs kprobe_events.
   return Exists(paths_.sysfs + "/bus/event_source/devices/kprobe/type") ||
@@ -224,6 +234,7 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
       struct btf* b = Btf(hook.module);
       if (!b)
         return hook.module.empty() ? "no kernel BTF" : "no BTF for " + std::string(hook.module);
+      if (auto why = MissingModuleBtf(hook.module); !why.empty()) return why;
       if (btf__find_by_name_kind(b, target.c_str(), BTF_KIND_FUNC) < 0) {
         return target + " not in BTF";
       }
@@ -236,6 +247,7 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
     case Mechanism::kTpBtf: {
       struct btf* b = Btf(hook.module);
       if (!b) return "no kernel BTF";
+      if (auto why = MissingModuleBtf(hook.module); !why.empty()) return why;
       if (btf__find_by_name_kind(b, ("btf_trace_" + target).c_str(), BTF_KIND_TYPEDEF) < 0) {
         return "tracepoint " + target + " not in BTF";
       }
@@ -246,7 +258,12 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
   }
   std::string error;
   auto t0 = std::chrono::steady_clock::now();
-  if (trial_(v, &error) >= 0) error.clear();
+  if (trial_(v, &error) >= 0) {
+    error.clear();
+  } else if (auto why = MissingModuleBtf(hook.module); !why.empty()) {
+    // kprobe and raw_tp programs of a module's hooks read its types through CO-RE.
+    error += ": " + why;
+  }
   LogDebug("eBPF trial load",
            Kv("program", v.program) + " " + Kv("error", error) + " " +
                Kv("ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -163,6 +163,46 @@ TEST_P(BpfKernelTest, CountsRealIoAndDetachesCleanly) {
   }
 }
 
+// A loaded module without BTF of its own while the kernel has BTF (5.10: no
+// CONFIG_DEBUG_INFO_BTF_MODULES) is named as the reason: tp_btf and fentry before any trial,
+// and a failed kprobe or raw_tp trial (whose programs read the module's types) says it too.
+TEST(KernelProber, NamesAModuleWithoutBtf) {
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) GTEST_SKIP() << "no /sys/kernel/btf/vmlinux";
+  char dir[] = "/tmp/nvmeof-prober-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string root = dir;
+  ASSERT_EQ(system(("mkdir -p " + root + "/kernel/btf " + root + "/module/nvmet " + root +
+                    "/module/nvme_core && touch " + root + "/module/nvmet/initstate " + root +
+                    "/module/nvme_core/initstate " + root + "/kernel/btf/nvme_core && ln -s " +
+                    "/sys/kernel/btf/vmlinux " + root + "/kernel/btf/vmlinux")
+                       .c_str()),
+            0);
+  int trials = 0;
+  Paths paths;
+  paths.sysfs = root;
+  KernelProber prober(paths, [&](const Variant&, std::string* error) {
+    ++trials;
+    *error = "load: EINVAL";
+    return -22;
+  });
+  const std::string why = "no BTF for module nvmet (CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+)";
+  const HookSpec nvmet{.name = "h", .required = false, .module = "nvmet", .variants = {}};
+  EXPECT_EQ(prober.Probe(nvmet, Variant{Mechanism::kTpBtf, "nvmet_req_init", "p"}), why);
+  EXPECT_EQ(prober.Probe(nvmet, Variant{Mechanism::kFentry, "nvmet_req_init", "p"}), why);
+  EXPECT_EQ(trials, 0);
+  EXPECT_EQ(prober.Probe(nvmet, Variant{Mechanism::kRawTp, "nvmet_req_init", "p"}),
+            "load: EINVAL: " + why);
+  EXPECT_EQ(trials, 1);
+  // A module with its BTF file, and a hook of no module: the trial's own error, unchanged.
+  const HookSpec core{.name = "h", .required = false, .module = "nvme_core", .variants = {}};
+  EXPECT_EQ(prober.Probe(core, Variant{Mechanism::kRawTp, "nvme_setup_cmd", "p"}),
+            "load: EINVAL");
+  const HookSpec block{.name = "h", .required = false, .module = "", .variants = {}};
+  EXPECT_EQ(prober.Probe(block, Variant{Mechanism::kRawTp, "block_rq_issue", "p"}),
+            "load: EINVAL");
+  EXPECT_EQ(system(("rm -rf " + root).c_str()), 0);
+}
+
 // Count slots (bpf/count_cache.h): owned slots (odd tag) add up per key across CPUs, whichever
 // slot index each CPU's copy sits at; free (0) and half-claimed (2) slots count nothing.
 TEST(CountSlots, OwnedSlotsAddUpByKeyAcrossCpus) {

@@ -4,10 +4,11 @@
   compat_table.py collect KERNEL RESULTS_DIR [-o tests/vm/results/KERNEL.txt]
       reads what a `smoke` (or `stages`) run left in RESULTS_DIR (its guest/ folder: probe.txt,
       probe-transport.txt, metrics-*.prom, result, check.log) and writes one line per collector
-      and hook tier:   ROW<TAB>works|merged|absent<TAB>detail
+      and hook tier:   ROW<TAB>works|merged|partial|absent<TAB>detail
   compat_table.py table tests/vm/results/*.txt
       prints the Markdown table for docs/operating.md: rows kernels, columns collectors and
-      tiers, cells "works", "merged (stages...)" or "absent (reason)".
+      tiers, cells "works", "merged (stages...)", "partial (what attached; what did not, why)"
+      or "absent (reason)".
 
 A results file is machine-readable and small, so it is committed (tests/vm/results/) and the
 table is rebuilt from it; `collect` after a new run refreshes it.
@@ -68,11 +69,35 @@ def tier_cell(rows, tier, head):
     if 'unavailable' in head:
         return 'absent', head.split('unavailable', 1)[1].strip(' :')
     bad = [r for r in hooks if r['status'] not in ('ok', 'off')]
+    good = [r for r in hooks if r['status'] == 'ok']
     if not bad:
-        return 'works', ' '.join('%s=%s' % (r['hook'], r['mechanism']) for r in hooks)
+        return 'works', ' '.join('%s=%s' % (r['hook'], r['mechanism']) for r in good)
+    why = reasons(bad)
     if any(r['required'] == 'yes' for r in bad):
-        return 'absent', '; '.join('%s: %s' % (r['hook'], r['notes'] or r['status']) for r in bad)
-    return 'merged', '; '.join('%s: %s' % (r['hook'], r['notes'] or r['status']) for r in bad)
+        if not good:
+            return 'absent', why
+        # A side of the tier works (5.10: the host's hooks, not the target's).
+        return 'partial', 'attached: %s; missing: %s' % (
+            ' '.join('%s=%s' % (r['hook'], r['mechanism']) for r in good), why)
+    return 'merged', why
+
+
+def reasons(bad):
+    """The missing hooks and their distinct reasons: "a, b (why1; why2)", hooks with the same
+    reasons together, each variant's "mechanism: " prefix and "off: ..." notes left out."""
+    groups = {}
+    for r in bad:
+        notes = [n.split(': ', 1)[1] if re.match(r'^[a-z_]+: ', n) else n
+                 for n in (r['notes'] or r['status']).split('; ')
+                 if not n.startswith('off: ')]
+        seen = []
+        for n in notes:
+            n = n.replace('load: EINVAL: ', '')
+            if n not in seen:
+                seen.append(n)
+        groups.setdefault('; '.join(seen), []).append(r['hook'])
+    return '; '.join('%s (%s)' % (', '.join(h), w) if w else ', '.join(h)
+                     for w, h in groups.items())
 
 
 def collect(kernel, directory):
