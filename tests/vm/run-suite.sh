@@ -17,8 +17,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 EXPORTER=${NVMEOF_EXPORTER:-$HERE/../../build/nvmeof_exporter}
 OUT=/tmp/nvmeof-vm
 ALL_KERNELS="6.1 6.12 5.10 7.2"
-# 5.10 is not in the default yet: with its pre-5.12 build, `probe` stalled in the trial load of
-# nvme_rq_end (tp_btf block_rq_complete, nvmeof object) for >250 s; `--kernels all` runs it.
+# 5.10 is not in the default: its smoke checks of the target's counts and of `record` fail there
+# (no module BTF: the nvmet hooks cannot load; docs/operating.md); `--kernels all` runs it.
 KERNELS=${NVMEOF_VM_KERNELS:-6.1 6.12 7.2}
 FULL_KERNELS=${NVMEOF_VM_FULL_KERNELS:-6.1 6.12}
 FULL_SCENARIOS=$(grep -v '^#' "$HERE/scenarios.txt" | tr '\n' ' ')  # the one list
