@@ -12,9 +12,13 @@ The differences of the two scrapes are that fio job's commands; they are compare
     in favour of a wider one are counted together: command_send|target_and_response with
     network_and_target on the host);
   - the stage means add up to the end-to-end mean within 5%;
-  - the host's end-to-end mean lies between fio's completion latency (clat, from io_submit's
-    return) and its total latency (lat, from io_submit's start), within 10% and 4 standard
-    errors of a mean of the timed commands (a random pick of fio's I/Os);
+  - the host's end-to-end mean lies between 75% of fio's completion latency (clat, from
+    io_submit's return to the reap) and 110% of its total latency (lat, from io_submit's start),
+    within 4 standard errors of a mean of the timed commands (a random pick of fio's I/Os). The
+    exporter's window ends at block:block_rq_complete, before the bio completion, the AIO event
+    and fio's wakeup that clat includes: on NVMe/RDMA over rxe under TCG that tail is 10-25% of
+    clat (the kernel-accounting check below prints it: -10% to -16% on 6.1 in CI, 2026-12-03);
+    on NVMe/TCP clat is a few us (the command is sent inside io_submit);
   - the host's network-and-target time per command (round_trip in the default tier) exceeds the
     target's residence (to nvmet_req_complete): the network estimate > 0;
   - in the default run (every command timed), the host's end-to-end mean against the kernel's own
@@ -29,6 +33,10 @@ expectation tests/vm/expected/probe-<kernel>.txt.
 import json
 import os
 import re
+
+# The least share of fio's clat the exporter's end to end may be: its window ends at
+# block_rq_complete, before the completion tail that clat includes (module docstring).
+CLAT_SHARE = 0.75
 
 HOST_NETWORK = ('network_and_target', 'command_send', 'target_and_response', 'round_trip')
 
@@ -183,9 +191,9 @@ class StagesChecks:
                 # finite population) on top of the 10%. With every command timed it is 0.
                 se = lat_sd * ((1 - count / ios) / count) ** 0.5 if count < ios else 0.0
                 mean = tsum / count
-                self.check(0.9 * clat - 4 * se <= mean <= 1.1 * lat + 4 * se,
-                           '%s end-to-end mean %.1f us within fio clat %.1f us .. lat %.1f us '
-                           '(+-10%%, +-4 x %.1f us sampling error)'
+                self.check(CLAT_SHARE * clat - 4 * se <= mean <= 1.1 * lat + 4 * se,
+                           '%s end-to-end mean %.1f us within 75%% of fio clat %.1f us .. 110%% '
+                           'of lat %.1f us (+-4 x %.1f us sampling error)'
                            % (where, mean * 1e6, clat * 1e6, lat * 1e6, se * 1e6))
                 net = [s for st, (_, s) in stages.items() if any(p in st for p in HOST_NETWORK)]
                 means['network'] = sum(net) / count if net else 0
