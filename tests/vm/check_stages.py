@@ -12,13 +12,15 @@ The differences of the two scrapes are that fio job's commands; they are compare
     in favour of a wider one are counted together: command_send|target_and_response with
     network_and_target on the host);
   - the stage means add up to the end-to-end mean within 5%;
-  - the host's end-to-end mean lies between 75% of fio's completion latency (clat, from
-    io_submit's return to the reap) and 110% of its total latency (lat, from io_submit's start),
-    within 4 standard errors of a mean of the timed commands (a random pick of fio's I/Os). The
-    exporter's window ends at block:block_rq_complete, before the bio completion, the AIO event
-    and fio's wakeup that clat includes: on NVMe/RDMA over rxe under TCG that tail is 10-25% of
-    clat (the kernel-accounting check below prints it: -10% to -16% on 6.1 in CI, 2026-12-03);
-    on NVMe/TCP clat is a few us (the command is sent inside io_submit);
+  - the host's end-to-end mean lies below 110% of fio's total latency (lat, from io_submit's
+    start) and, in the sampled runs, above 90% of its completion latency (clat, from io_submit's
+    return to the reap), within 4 standard errors of a mean of the timed commands (a random
+    pick of fio's I/Os). In the default run (every command timed) the lower end is the kernel's
+    accounting below, not clat: the exporter's window ends at block:block_rq_complete, before
+    the bio completion, the AIO event and fio's wakeup that clat includes, and on NVMe/RDMA over
+    rxe under TCG that tail is 10-27% of clat (CI on 6.1, 2026-12-03: the exporter 0.74-0.82 of
+    clat, -10% to -17% against the kernel's accounting). On NVMe/TCP clat is a few us (the
+    command is sent inside io_submit);
   - the host's network-and-target time per command (round_trip in the default tier) exceeds the
     target's residence (to nvmet_req_complete): the network estimate > 0;
   - in the default run (every command timed), the host's end-to-end mean against the kernel's own
@@ -34,9 +36,12 @@ import json
 import os
 import re
 
-# The least share of fio's clat the exporter's end to end may be: its window ends at
-# block_rq_complete, before the completion tail that clat includes (module docstring).
-CLAT_SHARE = 0.75
+# The least share of fio's clat a sampled run's end to end may be (with its sampling error).
+CLAT_SHARE = 0.9
+# The same for `record --sample 1` (check_record.py), where every command is in the mean and no
+# kernel accounting is taken: the window ends at block_rq_complete, before the completion tail
+# that clat includes (module docstring).
+RECORD_CLAT_SHARE = 0.75
 
 HOST_NETWORK = ('network_and_target', 'command_send', 'target_and_response', 'round_trip')
 
@@ -191,13 +196,23 @@ class StagesChecks:
                 # finite population) on top of the 10%. With every command timed it is 0.
                 se = lat_sd * ((1 - count / ios) / count) ** 0.5 if count < ios else 0.0
                 mean = tsum / count
-                self.check(CLAT_SHARE * clat - 4 * se <= mean <= 1.1 * lat + 4 * se,
-                           '%s end-to-end mean %.1f us within 75%% of fio clat %.1f us .. 110%% '
-                           'of lat %.1f us (+-4 x %.1f us sampling error)'
-                           % (where, mean * 1e6, clat * 1e6, lat * 1e6, se * 1e6))
+                strict = mech == 'default' and every == 1
+                if strict:
+                    # Every command timed: the reference for the lower end is the kernel's own
+                    # accounting of the same disk (block_accounting below, -25%..+3%), not
+                    # fio's clat, which adds the completion tail after it (module docstring).
+                    self.check(mean <= 1.1 * lat,
+                               '%s end-to-end mean %.1f us <= 110%% of fio lat %.1f us (%.2f of '
+                               'clat %.1f us; the lower end against the kernel\'s accounting)'
+                               % (where, mean * 1e6, lat * 1e6, mean / clat, clat * 1e6))
+                else:
+                    self.check(CLAT_SHARE * clat - 4 * se <= mean <= 1.1 * lat + 4 * se,
+                               '%s end-to-end mean %.1f us within 90%% of fio clat %.1f us .. '
+                               '110%% of lat %.1f us (+-4 x %.1f us sampling error)'
+                               % (where, mean * 1e6, clat * 1e6, lat * 1e6, se * 1e6))
                 net = [s for st, (_, s) in stages.items() if any(p in st for p in HOST_NETWORK)]
                 means['network'] = sum(net) / count if net else 0
-                self.block_accounting(name, dev, mean, strict=mech == 'default' and every == 1)
+                self.block_accounting(name, dev, mean, strict=strict)
             print('info %s: %s' % (where, ', '.join(
                 '%s=%.1fus' % (st, s / c * 1e6) for st, (c, s) in sorted(stages.items()))))
         if 'network' in means and 'target' in means:
