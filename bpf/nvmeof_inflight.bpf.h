@@ -179,9 +179,7 @@ static __always_inline void* hist_entry(void* map, struct nvmeof_series* k) {
 __noinline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
   __u32 i = nvmeof_hist_index(ns);
 #else
-__noinline int nv_hist_bucket(__u64 ns) {
-  return (int)nvmeof_hist_index(ns);
-}
+__noinline int nv_hist_bucket(__u64 ns) { return (int)nvmeof_hist_index(ns); }
 
 static __always_inline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
   __u32 i = (__u32)nv_hist_bucket(ns);

@@ -15,13 +15,13 @@
 #include <fstream>
 #include <mutex>
 
-#include "block_legacy.skel.h"      // bpf/CMakeLists.txt: the builds without fetch atomics
+#include "block_legacy.skel.h"  // bpf/CMakeLists.txt: the builds without fetch atomics
 #include "bpf/nvmeof_maps.h"
-#include "nvmeof_legacy.skel.h"
-#include "record_legacy.skel.h"
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/options.h"
+#include "nvmeof_legacy.skel.h"
+#include "record_legacy.skel.h"
 
 namespace nvmeof {
 
@@ -78,8 +78,10 @@ bool BpfHasFetchAtomics() {
     const bool ok = fd >= 0 || errno != EINVAL;
     if (fd >= 0) close(fd);
     if (!ok) {
-      LogInfo("eBPF: the kernel has no BPF compare-and-swap (5.12+): loading the builds "
-              "without it (claims by atomic add)", "");
+      LogInfo(
+          "eBPF: the kernel has no BPF compare-and-swap (5.12+): loading the builds "
+          "without it (claims by atomic add)",
+          "");
     }
     return ok;
   }();

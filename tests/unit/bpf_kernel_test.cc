@@ -195,11 +195,9 @@ TEST(KernelProber, NamesAModuleWithoutBtf) {
   EXPECT_EQ(trials, 1);
   // A module with its BTF file, and a hook of no module: the trial's own error, unchanged.
   const HookSpec core{.name = "h", .required = false, .module = "nvme_core", .variants = {}};
-  EXPECT_EQ(prober.Probe(core, Variant{Mechanism::kRawTp, "nvme_setup_cmd", "p"}),
-            "load: EINVAL");
+  EXPECT_EQ(prober.Probe(core, Variant{Mechanism::kRawTp, "nvme_setup_cmd", "p"}), "load: EINVAL");
   const HookSpec block{.name = "h", .required = false, .module = "", .variants = {}};
-  EXPECT_EQ(prober.Probe(block, Variant{Mechanism::kRawTp, "block_rq_issue", "p"}),
-            "load: EINVAL");
+  EXPECT_EQ(prober.Probe(block, Variant{Mechanism::kRawTp, "block_rq_issue", "p"}), "load: EINVAL");
   EXPECT_EQ(system(("rm -rf " + root).c_str()), 0);
 }
 

@@ -198,7 +198,9 @@ TEST(MetricSinkSanitize, DuplicateAfterSanitizingIsSkipped) {
     SCOPED_TRACE(dirty_first ? "sanitized value first" : "clean value first");
     MetricSink sink;
     const std::string clean = "ens1f0np0";
-    const std::string dirty = "\x7f\rens1f\x7f" "0np0";
+    const std::string dirty =
+        "\x7f\rens1f\x7f"
+        "0np0";
     sink.Gauge("nvmeof_p_info", "h", {{"netdev", dirty_first ? dirty : clean}}, 1);
     sink.Gauge("nvmeof_p_info", "h", {{"netdev", "other"}}, 1);
     sink.Gauge("nvmeof_p_info", "h", {{"netdev", dirty_first ? clean : dirty}}, 1);
@@ -212,7 +214,11 @@ TEST(MetricSinkSanitize, DuplicateAcrossAppendIsSkippedWithItsNativeBuckets) {
   MetricSink a;
   a.Histogram("nvmeof_h_seconds", "h", {{"netdev", "eth0"}}, {1.0}, {1}, 1, 0.5, native);
   MetricSink b;
-  b.Histogram("nvmeof_h_seconds", "h", {{"netdev", "eth\x01" "0"}}, {1.0}, {2}, 2, 1, native);
+  b.Histogram("nvmeof_h_seconds", "h",
+              {{"netdev",
+                "eth\x01"
+                "0"}},
+              {1.0}, {2}, 2, 1, native);
   b.Histogram("nvmeof_h_seconds", "h", {{"netdev", "eth1"}}, {1.0}, {3}, 3, 1, native);
   a.Append(std::move(b));
   const auto h = Select(a, "nvmeof_h_seconds");
