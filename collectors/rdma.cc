@@ -47,6 +47,7 @@ struct PortCounter {
   std::string_view metric;
   std::string_view help;
   double scale;
+  bool traffic_detail = false;  // served only with rdma.traffic_detail
 };
 constexpr PortCounter kPortCounters[] = {
     // PortXmitData/PortRcvData count 4-byte words (IBA PortCounters), not bytes.
@@ -59,13 +60,13 @@ constexpr PortCounter kPortCounters[] = {
     {"port_rcv_packets", "nvmeof_rdma_port_receive_packets_total",
      "Packets received on the port (PMA).", 1},
     {"unicast_xmit_packets", "nvmeof_rdma_port_unicast_transmit_packets_total",
-     "Unicast packets transmitted on the port (PMA).", 1},
+     "Unicast packets transmitted on the port (PMA).", 1, true},
     {"unicast_rcv_packets", "nvmeof_rdma_port_unicast_receive_packets_total",
-     "Unicast packets received on the port (PMA).", 1},
+     "Unicast packets received on the port (PMA).", 1, true},
     {"multicast_xmit_packets", "nvmeof_rdma_port_multicast_transmit_packets_total",
-     "Multicast packets transmitted on the port (PMA).", 1},
+     "Multicast packets transmitted on the port (PMA).", 1, true},
     {"multicast_rcv_packets", "nvmeof_rdma_port_multicast_receive_packets_total",
-     "Multicast packets received on the port (PMA).", 1},
+     "Multicast packets received on the port (PMA).", 1, true},
 };
 
 constexpr std::string_view kHwCounterHelp =
@@ -279,6 +280,7 @@ class RdmaCollector : public Collector {
       for (const auto& c : kPortCounters) {
         if (c.file == name) known = &c;
       }
+      if (known && known->traffic_detail && !options_.rdma.traffic_detail) continue;
       if (known) {
         out.Counter(known->metric, known->help, {{"rdma_device", dev}, {"rdma_port", port}},
                     static_cast<double>(*value) * known->scale);
@@ -305,6 +307,7 @@ class RdmaCollector : public Collector {
     }
     if (!stable_names) return;
     for (const auto& stable : StableHwCounters()) {
+      if (stable.traffic_detail && !options_.rdma.traffic_detail) continue;
       for (const auto& source : stable.sources) {
         auto it = counters.find(std::string(source.counter));
         if (it == counters.end()) continue;
@@ -325,7 +328,13 @@ class RdmaCollector : public Collector {
 }  // namespace
 
 bool ParseRdmaOptions(const YAML::Node& section, RdmaOptions* options, std::string* error) {
-  return ReadFilterSection(section, "rdma", "devices", &options->devices, error);
+  if (!CheckKeys(section, "rdma", {"devices", "traffic_detail"}, error)) return false;
+  if (section["devices"] &&
+      !ReadFilter(section["devices"], "rdma.devices", &options->devices, error)) {
+    return false;
+  }
+  return !section["traffic_detail"] || ReadBool(section["traffic_detail"], "rdma.traffic_detail",
+                                                &options->traffic_detail, error);
 }
 
 std::unique_ptr<Collector> NewRdmaCollector(const CollectorOptions& options) {

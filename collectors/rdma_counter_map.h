@@ -23,6 +23,8 @@ struct StableHwCounter {
   // Priority order. If a device has several of these files, the first one present wins and the
   // others only appear in the generic family, so no series is emitted twice.
   std::vector<HwCounterSource> sources;
+  // A traffic breakdown served only with rdma.traffic_detail (collectors/rdma.h).
+  bool traffic_detail = false;
 };
 
 // The whole table; every counter file name appears at most once in it.

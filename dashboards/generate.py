@@ -429,6 +429,15 @@ def fabric():
             "Disabled = admin down).", "none", [f"nvmeof_rdma_port_phys_state{{{D}}} == 1"], w=8)
     d.panel("table", "Port rate", "Negotiated port rate.", "Bps",
             [f"nvmeof_rdma_port_rate_bytes_per_second{{{D}}}"], w=8)
+    d.panel("table", "RDMA devices", "Firmware, board and node GUID of each RDMA device: "
+            "firmware drift across a fleet is a first question of a fabric incident.", "none",
+            [f"nvmeof_rdma_device_info{{{D}}}"], w=12)
+    d.panel("timeseries", "Link errors (port counters)",
+            "The 10 fastest-moving IB PMA port counters other than traffic (symbol_error, "
+            "link_downed, link_error_recovery, port_rcv_errors, port_xmit_discards, "
+            "port_xmit_wait, ...): a bad cable or optic shows here first.", "cps",
+            [(f"topk(10, rate(nvmeof_rdma_port_counters_total{{{D}}}[{RI}]))",
+              port + " {{counter}}")], w=12)
     d.panel("timeseries", "Throughput (port counters)",
             "Bytes per second from the port's PMA counters (all traffic on the port).", "Bps",
             [(f"rate(nvmeof_rdma_port_transmit_bytes_total{{{D}}}[{RI}])", port + " tx"),
@@ -480,9 +489,12 @@ def fabric():
             "threshold, error = storm prevention stopped honouring PFC.", "short",
             [(f"increase(nvmeof_rdma_pause_storm_events_total{{{N}}}[{RI}])",
               "{{instance}} {{netdev}} {{level}}")], draw="bars")
-    d.panel("timeseries", "PFC pause transitions", "Pause on/off transitions per second.", "cps",
+    d.panel("timeseries", "Pause transitions", "Pause on/off transitions per second: PFC per "
+            "priority, and link-level (802.3x) pause.", "cps",
             [(f"rate(nvmeof_rdma_pfc_pause_transitions_total{{{P}}}[{RI}])",
-              "{{instance}} {{netdev}} prio {{priority}} {{direction}}")])
+              "{{instance}} {{netdev}} prio {{priority}} {{direction}}"),
+             (f"rate(nvmeof_rdma_link_pause_transitions_total{{{N}}}[{RI}])",
+              "{{instance}} {{netdev}} link {{direction}}")])
     d.panel("timeseries", "Link pause (802.3x) frames", "Global pause frames per second.", "pps",
             [(f"rate(nvmeof_rdma_link_pause_frames_total{{{N}}}[{RI}])",
               "{{instance}} {{netdev}} {{direction}}")])

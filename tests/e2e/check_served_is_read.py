@@ -60,34 +60,7 @@ SELF = {
 # Not yet resolved (issue 32 item 2), each with what is to be done: families that answer an
 # operator question and should be read by a shipped panel or alert, and families to move
 # behind an option. The check fails once one is read (remove it here) or no longer served.
-PROPOSED = {
-    # The port's unmapped PMA counters: link_downed, link_error_recovery, symbol_error,
-    # port_rcv_errors, ... A bad cable or optic shows here first; the RDMA fabric dashboard
-    # shows the unmapped hw_counters (topk) but not these.
-    "nvmeof_rdma_port_counters_total":
-        "link errors (symbol_error, link_downed, port_rcv_errors): a fabric panel, topk like "
-        "the hw_counters one",
-    # Link-level (802.3x) pause transitions: the RDMA fabric dashboard shows link pause frames
-    # and time paused, and PFC transitions per priority, but not these.
-    "nvmeof_rdma_link_pause_transitions_total":
-        "beside the PFC pause transitions panel, as link pause frames and seconds are",
-    # Firmware and board per RDMA device (fw_ver, board_id, node_guid): firmware drift across a
-    # fleet is a first question of a fabric incident; one series per device.
-    "nvmeof_rdma_device_info":
-        "a fabric table of fw_ver / board_id per device",
-    # To go behind an rdma collector option (off by default), as nvme_host.inventory and
-    # nvmet.inventory did; collectors/rdma.cc is being changed by another change now. Traffic
-    # breakdowns no panel shows (the dashboards read the port's bytes and packets).
-    "nvmeof_rdma_transmit_packets_total": "behind an rdma option (driver packet counts)",
-    "nvmeof_rdma_receive_packets_total": "behind an rdma option (driver packet counts)",
-    "nvmeof_rdma_received_write_requests_total": "behind an rdma option (responder op mix)",
-    "nvmeof_rdma_received_read_requests_total": "behind an rdma option (responder op mix)",
-    "nvmeof_rdma_received_atomic_requests_total": "behind an rdma option (responder op mix)",
-    "nvmeof_rdma_port_unicast_transmit_packets_total": "behind an rdma option (cast split)",
-    "nvmeof_rdma_port_unicast_receive_packets_total": "behind an rdma option (cast split)",
-    "nvmeof_rdma_port_multicast_transmit_packets_total": "behind an rdma option (cast split)",
-    "nvmeof_rdma_port_multicast_receive_packets_total": "behind an rdma option (cast split)",
-}
+PROPOSED = {}
 
 NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 SUFFIXES = ("", "_bucket", "_sum", "_count")

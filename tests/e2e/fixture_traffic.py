@@ -21,6 +21,7 @@ FILES = [
     (SYSFS + "counters/port_rcv_packets", 60000),
     (SYSFS + "counters/port_xmit_data", 60000 * 4096 // 4),  # 4-byte words
     (SYSFS + "counters/port_rcv_data", 60000 * 4096 // 4),
+    (SYSFS + "counters/symbol_error", 20),  # a marginal cable: the link errors panel
     (SYSFS + "hw_counters/np_ecn_marked_roce_packets", 6000),  # 10% of received: congested
     (SYSFS + "hw_counters/np_cnp_sent", 3000),
     (SYSFS + "hw_counters/rp_cnp_handled", 500),

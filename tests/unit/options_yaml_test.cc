@@ -30,6 +30,8 @@ TEST(OptionsYaml, MessagesAreExact) {
   EXPECT_EQ(ConfigError("collectors: {rdma: maybe}"),
             "c.yml: collectors.rdma: expected true or false");
   EXPECT_EQ(ConfigError("rdma: 3"), "c.yml: rdma: expected a mapping");
+  EXPECT_EQ(ConfigError("rdma: {traffic_detail: maybe}"),
+            "c.yml: rdma.traffic_detail: expected true or false");
   EXPECT_EQ(ConfigError("pfc: {netdev: {}}"),
             "c.yml: pfc.netdev: unknown key (expected one of: netdevs)");
   EXPECT_EQ(ConfigError("nvme_host: {controllers: {inc: x}}"),
@@ -65,7 +67,7 @@ TEST(OptionsYaml, SectionsReachTheirCollectorsOptions) {
   Options o;
   std::string error;
   ASSERT_TRUE(
-      ApplyConfigYaml("rdma: {devices: {include: \"mlx5_.*\"}}\n"
+      ApplyConfigYaml("rdma: {devices: {include: \"mlx5_.*\"}, traffic_detail: true}\n"
                       "pfc: {netdevs: {exclude: eth1}}\n"
                       "nvme_host: {controllers: {exclude: nvme0}}\n"
                       "bpf: {sample_every: 4}\n"
@@ -75,6 +77,7 @@ TEST(OptionsYaml, SectionsReachTheirCollectorsOptions) {
   const CollectorOptions& c = o.collector;
   EXPECT_TRUE(c.rdma.devices.Allows("mlx5_0"));
   EXPECT_FALSE(c.rdma.devices.Allows("rxe0"));
+  EXPECT_TRUE(c.rdma.traffic_detail);
   EXPECT_FALSE(c.pfc.netdevs.Allows("eth1"));
   EXPECT_FALSE(c.nvme_host.controllers.Allows("nvme0"));
   EXPECT_TRUE(c.nvme_host.controllers.Allows("nvme1"));

@@ -34,14 +34,18 @@ struct Scrape {
   bool ok = false;
 };
 
-Scrape ScrapeRdma(const std::string& sysfs, NameFilter devices = {}) {
+Scrape ScrapeRdma(const std::string& sysfs, NameFilter devices = {}, bool traffic_detail = false) {
   CollectorOptions options;
   options.paths.sysfs = sysfs;
   options.rdma.devices = std::move(devices);
+  options.rdma.traffic_detail = traffic_detail;
   Scrape s;
   s.ok = NewRdmaCollector(options)->Collect(s.sink);
   return s;
 }
+
+// With rdma.traffic_detail: the families that test the counter maps of every driver.
+Scrape ScrapeRdmaDetail(const std::string& sysfs) { return ScrapeRdma(sysfs, {}, true); }
 
 bool HasLabels(const prometheus::ClientMetric& m, const Labels& want) {
   for (const auto& w : want) {
@@ -233,7 +237,7 @@ TEST(RdmaCollector, UnknownOrUnreadableState) {
 }
 
 TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
-  auto s = ScrapeRdma(kSysfs);
+  auto s = ScrapeRdmaDetail(kSysfs);
   const Labels mlx = {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}};
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_transmit_bytes_total", mlx), 1843827611239.0 * 4);
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_receive_bytes_total", mlx), 2511037748021.0 * 4);
@@ -268,6 +272,36 @@ TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
     EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_port_transmit_bytes_total", {{"rdma_device", dev}}))
         << dev;
   }
+}
+
+// rdma.traffic_detail (off by default): the traffic breakdowns no panel reads are not served,
+// and their raw driver counters stay in the generic family.
+TEST(RdmaCollector, TrafficDetailOnlyWithTheOption) {
+  const char* detail[] = {"nvmeof_rdma_port_unicast_transmit_packets_total",
+                          "nvmeof_rdma_port_unicast_receive_packets_total",
+                          "nvmeof_rdma_port_multicast_transmit_packets_total",
+                          "nvmeof_rdma_port_multicast_receive_packets_total",
+                          "nvmeof_rdma_transmit_packets_total",
+                          "nvmeof_rdma_receive_packets_total",
+                          "nvmeof_rdma_received_write_requests_total",
+                          "nvmeof_rdma_received_read_requests_total",
+                          "nvmeof_rdma_received_atomic_requests_total"};
+  auto plain = ScrapeRdma(kSysfs);
+  auto full = ScrapeRdmaDetail(kSysfs);
+  for (const char* family : detail) {
+    EXPECT_EQ(plain.sink.Find(family), nullptr) << family;
+    EXPECT_NE(full.sink.Find(family), nullptr) << family;
+  }
+  const Labels mlx = {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}};
+  EXPECT_EQ(
+      Value(plain.sink, "nvmeof_rdma_hw_counters_total",
+            {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}, {"counter", "rx_write_requests"}}),
+      48211903);
+  // Not moved into the generic PMA family either, and nothing is counted as skipped.
+  EXPECT_FALSE(Value(plain.sink, "nvmeof_rdma_port_counters_total",
+                     {{"rdma_device", "mlx5_0"}, {"counter", "unicast_xmit_packets"}}));
+  EXPECT_EQ(Value(plain.sink, "nvmeof_rdma_port_transmit_packets_total", mlx), 2230472981);
+  EXPECT_EQ(plain.sink.skipped(), full.sink.skipped());
 }
 
 TEST(RdmaCollector, IwarpNoPmaAndGarbageAreSkippedNotZero) {
@@ -321,7 +355,7 @@ TEST(RdmaCollector, HwCountersGenericPortAndDeviceScope) {
 }
 
 TEST(RdmaCollector, StableNamesMlx5) {
-  auto s = ScrapeRdma(kSysfs);
+  auto s = ScrapeRdmaDetail(kSysfs);
   const Labels p = {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}};
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 201316);
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 158233);
@@ -353,7 +387,7 @@ TEST(RdmaCollector, StableNamesMlx5) {
 }
 
 TEST(RdmaCollector, StableNamesRxe) {
-  auto s = ScrapeRdma(kSysfs);
+  auto s = ScrapeRdmaDetail(kSysfs);
   const Labels p = {{"rdma_device", "rxe0"}, {"rdma_port", "1"}};
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_transmit_packets_total", p), 3894121);
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_receive_packets_total", p), 3901877);
@@ -369,7 +403,7 @@ TEST(RdmaCollector, StableNamesRxe) {
 }
 
 TEST(RdmaCollector, StableNamesIrdma) {
-  auto s = ScrapeRdma(kSysfs);
+  auto s = ScrapeRdmaDetail(kSysfs);
   const Labels p = {{"rdma_device", "irdma0"}, {"rdma_port", "1"}};
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 0);
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 0);
@@ -381,7 +415,7 @@ TEST(RdmaCollector, StableNamesIrdma) {
 }
 
 TEST(RdmaCollector, StableNamesBnxtReOldNames) {
-  auto s = ScrapeRdma(kSysfs);
+  auto s = ScrapeRdmaDetail(kSysfs);
   const Labels p = {{"rdma_device", "bnxt_re0"}, {"rdma_port", "1"}};
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 88121);            // tx_cnp_pkts
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 61204);         // rx_cnp_pkts
@@ -427,7 +461,7 @@ TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
   t.Write(i + "Nak Sequence Error", "5");
   t.Write(i + "RTO", "6");
   t.Write(i + "InRdmaReads", "70");
-  auto s = ScrapeRdma(t.root());
+  auto s = ScrapeRdmaDetail(t.root());
   const Labels bp = {{"rdma_device", "bnxt_re0"}, {"rdma_port", "1"}};
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", bp), 500);  // first in the table wins...
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_hw_counters_total",
