@@ -28,9 +28,10 @@ Where the numbers come from (REAL, replayed):
   transport (the fentry scrape has none: there, the host's stand-in below); counts scale with time, so counters grow (by the VM run's counts per second,
   as if it had run for an hour already, times a per-node rate of 0.7-1.3);
 - everything that is not a latency histogram is the golden scrape of the fixture trees
-  (tests/e2e/golden.prom: RDMA port and hw counters of one mlx5 device, PFC, DCB, TCP, the NVMe
-  host topology on hosts, the nvmet configfs on targets, the exporter's self-metrics), counters
-  growing the same way;
+  (tests/e2e/golden.prom: RDMA port and hw counters of one mlx5 device, the PFC, DCB and ECN
+  series of its one RoCE netdev, TCP, the NVMe host topology on hosts, the nvmet configfs on
+  targets, the exporter's self-metrics), counters growing the same way. A second RoCE port
+  (mlx5_2 and its netdev in the golden) would add about 170 series per node;
 - the topology that the rules join on is generated per node: nvmeof_controller_info (4 per host,
   each controller connected to one subsystem of a target node, so the per-subsystem fleet rules
   and the network estimate have both sides) and nvmeof_namespace_info (32 per host).
@@ -70,6 +71,7 @@ RATES = [0.7, 0.9, 1.1, 1.3]     # rate classes (nodes i // 4 mod 4)
 DEFAULT_BOUNDS = [2.0 ** e for e in range(-17, -1)]  # BucketLayout::Default(): 16 bounds
 HOST_FAMILIES = re.compile(r"nvmeof_(subsystem_info|namespace_|controller_|path_)")
 TARGET_FAMILIES = re.compile(r"nvmeof_target_")
+NETDEV = "ens1f0np0"  # mlx5_0's netdev in the golden scrape
 
 
 def node_name(i):
@@ -197,7 +199,10 @@ def shape(vm, golden, kind, rclass):
                 ("device_uuid", "00000000-0000-4000-8000-%012d" % ss), ("ana_grpid", "1")],
                 {"value": 1})
             backing(fams, vm, drive, tr)
-    # The rest of the node: the golden scrape (one RDMA device), by role.
+    # The rest of the node: the golden scrape (one RDMA device, mlx5_0, and its netdev), by
+    # role. The golden covers six RDMA devices of five drivers; a node keeps mlx5_0's series and
+    # those of its netdev only (the PFC, DCB, ECN and MTU series are per netdev, without an
+    # rdma_device label).
     for (family, k), series in golden.items():
         if family in ("nvmeof_controller_info", "nvmeof_namespace_info",
                       "nvmeof_target_namespace_info", "nvmeof_exporter_bpf_available", "nvmeof_exporter_build_info"):
@@ -205,7 +210,8 @@ def shape(vm, golden, kind, rclass):
         if HOST_FAMILIES.match(family) and not host or TARGET_FAMILIES.match(family) and not target:
             continue
         for labels, s in series.items():
-            if dict(labels).get("rdma_device", "mlx5_0") != "mlx5_0":
+            ld = dict(labels)
+            if ld.get("rdma_device", "mlx5_0") != "mlx5_0" or ld.get("netdev", NETDEV) not in ("", NETDEV):
                 continue
             add(family, k, labels, s)
     add("nvmeof_exporter_build_info", "gauge", [("version", "1.0.0"), ("revision", "fleet")],
