@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "collectors/base/counter_dirs.h"
 #include "collectors/base/files.h"
 #include "collectors/base/yaml.h"
 #include "collectors/kernel/netdev_sysfs.h"
@@ -97,9 +98,10 @@ std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
 
 // A hw_counters/ directory: counter name -> value (nullopt if unreadable or not a number).
 // `lifespan` is the driver's cache time in ms, a setting and not a counter.
-std::map<std::string, std::optional<std::uint64_t>> ReadHwCounters(const std::string& dir) {
+std::map<std::string, std::optional<std::uint64_t>> ReadHwCounters(CounterDirs& dirs,
+                                                                   const std::string& dir) {
   std::map<std::string, std::optional<std::uint64_t>> counters;
-  for (auto& [name, value] : ReadU64Dir(dir)) {
+  for (auto& [name, value] : dirs.Read(dir)) {
     if (name == "lifespan") continue;
     counters.emplace(std::move(name), value);
   }
@@ -134,14 +136,20 @@ class RdmaCollector : public Collector {
 
   bool Collect(MetricSink& out) override {
     const std::string root = options_.paths.sysfs + "/class/infiniband";
-    if (!IsDir(root)) return true;  // no RDMA stack loaded: nothing to report
-    if (::access(root.c_str(), R_OK | X_OK) != 0) return false;
-    std::vector<BoundNetdev> bound;
-    for (const auto& dev : ListDir(root)) {
-      if (options_.rdma.devices.Allows(dev)) CollectDevice(root + "/" + dev, dev, &bound, out);
+    bool ok = true;
+    if (!IsDir(root)) {
+      // no RDMA stack loaded: nothing to report
+    } else if (::access(root.c_str(), R_OK | X_OK) != 0) {
+      ok = false;
+    } else {
+      std::vector<BoundNetdev> bound;
+      for (const auto& dev : ListDir(root)) {
+        if (options_.rdma.devices.Allows(dev)) CollectDevice(root + "/" + dev, dev, &bound, out);
+      }
+      EmitMtus(bound, out);
     }
-    EmitMtus(bound, out);
-    return true;
+    counter_dirs_.Sweep();  // a device that went away keeps no files open
+    return ok;
   }
 
  private:
@@ -169,7 +177,8 @@ class RdmaCollector : public Collector {
     // counter set, so stable names come from them only when no port has hw_counters; otherwise
     // a sum over ports would count them twice.
     const std::string hw = dir + "/hw_counters";
-    if (IsDir(hw)) EmitHwCounters(ReadHwCounters(hw), dev, "0", !port_hw_counters, out);
+    if (IsDir(hw))
+      EmitHwCounters(ReadHwCounters(counter_dirs_, hw), dev, "0", !port_hw_counters, out);
   }
 
   // Returns whether the port has a hw_counters directory. `ca`: the device is a channel
@@ -215,7 +224,7 @@ class RdmaCollector : public Collector {
 
     const std::string hw = dir + "/hw_counters";
     if (!IsDir(hw)) return false;
-    EmitHwCounters(ReadHwCounters(hw), dev, port, true, out);
+    EmitHwCounters(ReadHwCounters(counter_dirs_, hw), dev, port, true, out);
     return true;
   }
 
@@ -271,7 +280,7 @@ class RdmaCollector : public Collector {
   // counters/: IB PMA port counters. Ports without a PMA (iWARP) answer "N/A (no PMA)".
   void CollectPortCounters(const std::string& dir, const std::string& dev, const std::string& port,
                            MetricSink& out) {
-    for (const auto& [name, value] : ReadU64Dir(dir)) {
+    for (const auto& [name, value] : counter_dirs_.Read(dir)) {
       if (!value) {
         out.Skip();
         continue;
@@ -323,6 +332,8 @@ class RdmaCollector : public Collector {
   }
 
   const CollectorOptions options_;
+  // counters/ and hw_counters/ of every port, kept open between scrapes.
+  CounterDirs counter_dirs_;
 };
 
 }  // namespace

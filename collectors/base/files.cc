@@ -57,52 +57,6 @@ std::optional<std::uint64_t> ReadU64(const std::string& path) {
   return ParseU64(*text);
 }
 
-namespace {
-// One attribute file under an open directory, as ReadU64 reads it, in as few syscalls as it can.
-std::optional<std::uint64_t> ReadU64At(int dir_fd, const char* name) {
-  const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
-  // Any u64 with its newline fits; a longer file is read on and parsed as ReadU64 would.
-  char buf[128];
-  std::string data;
-  ssize_t n;
-  do {
-    n = ::read(fd, buf, sizeof buf);
-    if (n > 0) data.append(buf, static_cast<size_t>(n));
-  } while ((n == static_cast<ssize_t>(sizeof buf) && data.size() <= 64 * 1024) ||
-           (n < 0 && errno == EINTR));
-  ::close(fd);
-  if (n < 0 || data.size() > 64 * 1024) return std::nullopt;
-  std::string_view text = data;
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t' ||
-                           text.back() == '\0')) {
-    text.remove_suffix(1);
-  }
-  return ParseU64(text);
-}
-}  // namespace
-
-std::vector<std::pair<std::string, std::optional<std::uint64_t>>> ReadU64Dir(
-    const std::string& path) {
-  std::vector<std::pair<std::string, std::optional<std::uint64_t>>> entries;
-  const int dir_fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return entries;
-  DIR* dir = ::fdopendir(dir_fd);
-  if (!dir) {
-    ::close(dir_fd);
-    return entries;
-  }
-  while (const dirent* e = ::readdir(dir)) {
-    std::string_view n = e->d_name;
-    if (n == "." || n == "..") continue;
-    entries.emplace_back(std::string(n), std::nullopt);
-  }
-  std::sort(entries.begin(), entries.end());
-  for (auto& [name, value] : entries) value = ReadU64At(dir_fd, name.c_str());
-  ::closedir(dir);  // closes dir_fd
-  return entries;
-}
-
 std::vector<std::string> ListDir(const std::string& path) {
   std::vector<std::string> names;
   DIR* dir = ::opendir(path.c_str());

@@ -25,15 +25,6 @@ std::string ReadFileOr(const std::string& path);
 std::optional<std::uint64_t> ReadU64(const std::string& path);
 std::optional<std::uint64_t> ParseU64(std::string_view text);
 
-// A directory of one-number files (sysfs counters/, hw_counters/): every entry, sorted by name
-// as ListDir, with its value as ReadU64 reads it (nullopt: unreadable or not a number); empty
-// if the directory cannot be opened. Cheaper than ListDir + ReadU64 per entry, which a scrape
-// does for hundreds of files: each file is opened relative to the directory (no path walk
-// from the root) and read with one read(2), since a sysfs attribute comes whole from its first
-// read and a short read of a regular file is its end (a file that fills the buffer is read on).
-std::vector<std::pair<std::string, std::optional<std::uint64_t>>> ReadU64Dir(
-    const std::string& path);
-
 // Entry names in a directory, sorted, without "." and ".."; empty if it does not exist.
 std::vector<std::string> ListDir(const std::string& path);
 bool IsDir(const std::string& path);

@@ -18,39 +18,6 @@ TEST(ParseU64, AcceptsOnlyPlainDecimal) {
 
 TEST(ReadFile, MissingIsNullopt) { EXPECT_FALSE(ReadFile("/nonexistent/x")); }
 
-// ReadU64Dir gives what ListDir + ReadU64 per entry give, for every kind of entry.
-TEST(ReadU64Dir, SameAsListDirAndReadU64) {
-  char tmpl[] = "/tmp/readu64dir.XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  auto put = [&](const std::string& name, const std::string& text) {
-    FILE* f = fopen((dir + "/" + name).c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    fwrite(text.data(), 1, text.size(), f);
-    fclose(f);
-  };
-  put("b_plain", "12345\n");
-  put("a_max", "18446744073709551615\n");
-  put("c_na", "N/A (no PMA)\n");
-  put("d_empty", "");
-  put("e_padded", "7" + std::string(300, ' ') + "\n");           // longer than one read
-  put("f_long", std::string(200, '1') + "\n");                   // too many digits for a u64
-  put("g_huge", std::string(70 * 1024, '0'));                    // over ReadFile's 64 KiB
-  ASSERT_EQ(system(("mkdir " + dir + "/h_subdir").c_str()), 0);  // unreadable as a file
-  const auto got = ReadU64Dir(dir);
-  const auto names = ListDir(dir);
-  ASSERT_EQ(got.size(), names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    EXPECT_EQ(got[i].first, names[i]);
-    EXPECT_EQ(got[i].second, ReadU64(dir + "/" + names[i])) << names[i];
-  }
-  EXPECT_EQ(got[0].second, UINT64_MAX);
-  EXPECT_EQ(got[1].second, 12345u);
-  EXPECT_EQ(got[4].second, 7u);
-  EXPECT_FALSE(got[6].second);
-  EXPECT_TRUE(ReadU64Dir(dir + "/missing").empty());
-  ASSERT_EQ(system(("rm -r " + dir).c_str()), 0);
-}
-
 TEST(NameFilter, IncludeThenExclude) {
   NameFilter f;
   f.include = std::regex("mlx5_.*");
