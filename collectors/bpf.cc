@@ -265,6 +265,11 @@ class BpfCollector : public Collector {
         labels.push_back({"stage", NvmeofStageName(k.role, transport, k.from, k.to)});
         into = &stages;
       } else if (k.kind == NVMEOF_KIND_TOTAL) {
+        if (command_per_controller_) {  // summed over namespaces and ports (bpf.command_detail)
+          std::erase_if(labels, [](const auto& l) {
+            return l.name == "nvme_namespace" || l.name == "nvmet_port";
+          });
+        }
         into = &totals;
       }
       HistSum& sum = (*into)[labels];
@@ -406,6 +411,7 @@ class BpfCollector : public Collector {
 
   CollectorOptions options_;
   bool stage_per_node_ = options_.bpf.stage_detail == "node";
+  bool command_per_controller_ = options_.bpf.command_detail == "controller";
   BlockLoad load_;
   NvmeofLoad nvmeof_;
   LifecycleLoad lifecycle_;

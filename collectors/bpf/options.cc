@@ -55,7 +55,7 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
   if (!CheckKeys(node, "bpf",
                  {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
                   "block_devices", "size_classes", "protobuf_histograms", "stage_detail",
-                  "map_memory_max", "hostnqn_limit", "transport_stages"},
+                  "command_detail", "map_memory_max", "hostnqn_limit", "transport_stages"},
                  error)) {
     return false;
   }
@@ -75,6 +75,8 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
   if (!ReadOneOf(node, "protobuf_histograms", {"native", "classic", "both"},
                  &bpf->protobuf_histograms, error) ||
       !ReadOneOf(node, "stage_detail", {"namespace", "controller", "node"}, &bpf->stage_detail,
+                 error) ||
+      !ReadOneOf(node, "command_detail", {"namespace", "controller"}, &bpf->command_detail,
                  error)) {
     return false;
   }

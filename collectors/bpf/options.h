@@ -31,8 +31,15 @@ struct BpfOptions {
   bool size_classes = false;  // NVMe-oF stages: add a `size` label (5 I/O size classes)
   // How much identity NVMe-oF stage series keep: namespace (per disk; target per subsystem and
   // port), controller (host per controller, target per subsystem) or node (per role, transport,
-  // op). End-to-end latency and command counts keep full detail at every setting.
+  // op). Command counts keep full detail at every setting; the end-to-end histogram follows
+  // command_detail.
   std::string stage_detail = "controller";
+  // How much identity the end-to-end histogram (nvmeof_command_latency_seconds) keeps:
+  // controller (host per controller, target per subsystem: what the recording rules, alerts
+  // and panels read) or namespace (host per namespace, target per subsystem and port: a
+  // namespace's own latency distribution, for a drill-down). nvmeof_commands_total keeps full
+  // detail at both. The kernel counts per namespace either way; the collector sums.
+  std::string command_detail = "controller";
   // Ceiling of each part's (block, nvmeof) latency histogram map in bytes: its entries are
   // this over (key + value x possible CPUs). Entries are allocated on first use, so the memory
   // a node uses follows its series (docs/histograms.md).

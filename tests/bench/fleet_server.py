@@ -8,7 +8,8 @@ scrapes N targets "h00042", "t00043", ... and relabels them (the blackbox-export
 so N nodes cost one process and one socket, not N.
 
 Node shapes (README "Histograms and cardinality", tests/unit/cardinality_test.cc), at the
-exporter's defaults (the default hook tier, bpf.stage_detail controller, 16 classic buckets for
+exporter's defaults (the default hook tier, bpf.stage_detail and bpf.command_detail controller: the
+end-to-end histogram per controller or subsystem, command counts per namespace or port; 16 classic buckets for
 text, native schema-3 histograms for protobuf; block series for local disks only, not for the
 NVMe-oF host namespaces' disks, which the NVMe-oF series already time):
   h*  host:   4 controllers x 8 namespaces (NVMe/RDMA and NVMe/TCP), reads and writes, plus a
@@ -160,11 +161,11 @@ def shape(vm, golden, kind, rclass):
                 ("cntlid", str(c + 1)), ("nvme_subsystem", "nvme-subsys%d" % c)], {"value": 1})
             for op in ("read", "write"):
                 cmd, cnt = op_series("host", tr, op, [("controller", ctrl)])
+                lab = [("role", "host"), ("transport", tr), ("op", op), ("controller", ctrl)]
+                add(cmd_fam, "histogram", lab, cmd)  # bpf.command_detail controller (default)
                 for n in range(1, 9):
-                    lab = [("role", "host"), ("transport", tr), ("op", op), ("controller", ctrl),
-                           ("nvme_namespace", "%sn%d" % (ctrl, n))]
-                    add(cmd_fam, "histogram", lab, cmd)
-                    add("nvmeof_commands_total", "counter", lab, cnt)
+                    add("nvmeof_commands_total", "counter",
+                        lab + [("nvme_namespace", "%sn%d" % (ctrl, n))], cnt)
             for n in range(1, 9):
                 add("nvmeof_namespace_info", "gauge", [
                     ("nvme_subsystem", "nvme-subsys%d" % c), ("nvme_namespace", "%sn%d" % (ctrl, n)),
@@ -175,10 +176,9 @@ def shape(vm, golden, kind, rclass):
         for op in ("read", "write"):
             _, cmd = pick(vm, cmd_fam, role="host", transport="rdma", op=op)
             _, cnt = pick(vm, "nvmeof_commands_total", role="host", transport="rdma", op=op)
-            lab = [("role", "host"), ("transport", "pcie"), ("op", op), ("controller", "nvme9"),
-                   ("nvme_namespace", "nvme9n1")]
+            lab = [("role", "host"), ("transport", "pcie"), ("op", op), ("controller", "nvme9")]
             add(cmd_fam, "histogram", lab, cmd)
-            add("nvmeof_commands_total", "counter", lab, cnt)
+            add("nvmeof_commands_total", "counter", lab + [("nvme_namespace", "nvme9n1")], cnt)
         block(fams, vm, "nvme9n1", "rdma")
     if target:
         for ss in range(16):
@@ -186,11 +186,10 @@ def shape(vm, golden, kind, rclass):
             nqn = "nqn.2024-01.io.example:%s-ss%02d" % (SELF, ss)
             for op in ("read", "write"):
                 cmd, cnt = op_series("target", tr, op, [("nqn", nqn)])
+                lab = [("role", "target"), ("transport", tr), ("op", op), ("nqn", nqn)]
+                add(cmd_fam, "histogram", lab, cmd)
                 for port in ("1", "2"):
-                    lab = [("role", "target"), ("transport", tr), ("op", op), ("nqn", nqn),
-                           ("nvmet_port", port)]
-                    add(cmd_fam, "histogram", lab, cmd)
-                    add("nvmeof_commands_total", "counter", lab, cnt)
+                    add("nvmeof_commands_total", "counter", lab + [("nvmet_port", port)], cnt)
             # Its namespace, on a local drive of its own: the drive's time joins through
             # device_path (instance:nvmeof_target_namespace_disk:info).
             drive = "nvme%dn1" % (10 + ss)

@@ -227,10 +227,14 @@ TEST_F(BpfNvmeofCollectorTest, HostSeriesNamedByNamespaceAndController) {
   EXPECT_EQ(n[0]->histogram.sample_count, 10u);
   net["stage"] = "command_send";
   ASSERT_EQ(Select(sink, "nvmeof_stage_latency_seconds", net).size(), 1u);
-  auto total = Select(sink, "nvmeof_command_latency_seconds", host);
+  // The end to end per controller (bpf.command_detail, default): no namespace label.
+  LabelMap controller = host;
+  controller.erase("nvme_namespace");
+  auto total = Select(sink, "nvmeof_command_latency_seconds", controller);
   ASSERT_EQ(total.size(), 1u);
   EXPECT_EQ(total[0]->histogram.sample_count, 100u);
   EXPECT_NEAR(total[0]->histogram.sample_sum, 100 * 52e-6, 1e-9);
+  for (const auto& l : total[0]->label) EXPECT_NE(l.name, "nvme_namespace");
 }
 
 TEST_F(BpfNvmeofCollectorTest, TargetSeriesCarrySubsystemNqnAndPort) {
@@ -303,8 +307,7 @@ TEST_F(BpfNvmeofCollectorTest, ControllerDetailStagesCarryTheControllerNotTheNam
   auto forgotten = fake->forgotten;
   MetricSink sink = Collect(std::move(fake));
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvme_namespace", "nvme0n1"}}), 56);
-  EXPECT_EQ(Select(sink, "nvmeof_command_latency_seconds", {{"nvme_namespace", "nvme0n1"}}).size(),
-            1u);
+  EXPECT_EQ(Select(sink, "nvmeof_command_latency_seconds", {{"controller", "nvme1"}}).size(), 1u);
   auto s = Select(sink, "nvmeof_stage_latency_seconds",
                   {{"role", "host"},
                    {"transport", "rdma"},
@@ -354,6 +357,57 @@ TEST_F(BpfNvmeofCollectorTest, NodeDetailSumsStagesOverControllersPerTransport) 
   for (const auto& l : s[0]->label) EXPECT_NE(l.name, "controller");
   // Counts keep the namespace at every detail.
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvme_namespace", "nvme0n1"}}), 56);
+}
+
+// bpf.command_detail controller (the default) sums the end to end of a controller's
+// namespaces and of a subsystem's ports; namespace keeps them apart. Counts keep full detail.
+TEST_F(BpfNvmeofCollectorTest, CommandDetailSumsNamespacesAndPorts) {
+  std::filesystem::create_directories(root_ + "/block/nvme0c1n2");
+  std::filesystem::create_symlink("../../class/nvme/nvme1", root_ + "/block/nvme0c1n2/device");
+  auto snapshot = [&] {
+    auto fake = std::make_unique<FakeNvmeof>();
+    fake->snap.names = {
+        {kDisk, "nvme0c1n1"}, {kDisk + 1, "nvme0c1n2"}, {kSubsys, "nqn.2024-01.io.example:sub1"}};
+    auto port3 =
+        Series(kSubsys, kTarget, NVMEOF_KIND_TOTAL, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 6, 4000);
+    port3.key.port = 3;
+    auto port3_count = Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 60, 0);
+    port3_count.key.port = 3;
+    fake->snap.series = {
+        Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 80, 0),
+        Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 30, 0),
+        Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 8, 9000),
+        Series(kDisk + 1, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 3, 20000),
+        Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 50, 0),
+        Series(kSubsys, kTarget, NVMEOF_KIND_TOTAL, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 5, 3000),
+        port3_count,
+        port3};
+    return fake;
+  };
+  MetricSink sink = Collect(snapshot());
+  auto host = Select(sink, "nvmeof_command_latency_seconds", {{"role", "host"}});
+  ASSERT_EQ(host.size(), 1u);
+  EXPECT_EQ(host[0]->histogram.sample_count, 11u);
+  EXPECT_NEAR(host[0]->histogram.sample_sum, 8 * 9e-6 + 3 * 20e-6, 1e-9);
+  auto target = Select(sink, "nvmeof_command_latency_seconds", {{"role", "target"}});
+  ASSERT_EQ(target.size(), 1u);
+  EXPECT_EQ(target[0]->histogram.sample_count, 11u);
+  for (const auto* m : Select(sink, "nvmeof_command_latency_seconds")) {
+    for (const auto& l : m->label) {
+      EXPECT_NE(l.name, "nvme_namespace");
+      EXPECT_NE(l.name, "nvmet_port");
+    }
+  }
+  EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvme_namespace", "nvme0n2"}}), 30);
+  EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvmet_port", "3"}}), 60);
+
+  options_.bpf.command_detail = "namespace";
+  MetricSink detail = Collect(snapshot());
+  EXPECT_EQ(Select(detail, "nvmeof_command_latency_seconds", {{"role", "host"}}).size(), 2u);
+  auto n2 = Select(detail, "nvmeof_command_latency_seconds", {{"nvme_namespace", "nvme0n2"}});
+  ASSERT_EQ(n2.size(), 1u);
+  EXPECT_EQ(n2[0]->histogram.sample_count, 3u);
+  EXPECT_EQ(Select(detail, "nvmeof_command_latency_seconds", {{"nvmet_port", "3"}}).size(), 1u);
 }
 
 TEST(NvmeofCtrlInstance, ParsesPathAndPlainDiskNames) {

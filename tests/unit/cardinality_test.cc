@@ -208,8 +208,9 @@ TEST_F(CardinalityTest, HostWithinBudgetAtDefaultDetail) {
   Series n = Collect(std::move(src));
   RecordProperty("histograms", std::to_string(n.histograms));
   RecordProperty("text", std::to_string(n.text));
-  EXPECT_EQ(n.histograms, 4u * 2 * 6 + 32 * 2);  // stages per controller, end to end per namespace
-  EXPECT_EQ(n.native, n.histograms + 64);        // + nvmeof_commands_total per namespace and op
+  ASSERT_EQ(options_.bpf.command_detail, "controller");  // the default
+  EXPECT_EQ(n.histograms, 4u * 2 * 6 + 4 * 2);           // stages and end to end per controller
+  EXPECT_EQ(n.native, n.histograms + 64);  // + nvmeof_commands_total per namespace and op
   EXPECT_LE(n.native, kNativeBudget);
   EXPECT_LE(n.text, kTextBudget);
   std::printf("host, controller detail: %zu histograms, %zu native series, %zu text series\n",
@@ -220,6 +221,7 @@ TEST_F(CardinalityTest, HostWithinBudgetAtDefaultDetail) {
 // controller detail is the default.
 TEST_F(CardinalityTest, NamespaceDetailFitsTheSeriesButNotTheMemoryBudget) {
   options_.bpf.stage_detail = "namespace";
+  options_.bpf.command_detail = "namespace";
   auto src = std::make_unique<ShapeSource>();
   Host(*src, NVMEOF_DETAIL_NAMESPACE);
   const std::uint64_t bytes = HistMapBytes(src->snap, 64);
@@ -238,7 +240,7 @@ TEST_F(CardinalityTest, TargetAndHostAndTargetWithinBudgetAtDefaultDetail) {
   auto target = std::make_unique<ShapeSource>();
   Target(*target, NVMEOF_DETAIL_CONTROLLER);
   Series t = Collect(std::move(target));
-  EXPECT_EQ(t.histograms, 16u * (4 + 5) + 16 * 2 * 2);
+  EXPECT_EQ(t.histograms, 16u * (4 + 5) + 16 * 2);  // end to end per subsystem, not port
   EXPECT_LE(t.native, kNativeBudget);
   EXPECT_LE(t.text, kTextBudget);
   std::printf("target, controller detail: %zu histograms, %zu native series, %zu text series\n",
@@ -268,7 +270,7 @@ TEST_F(CardinalityTest, NodeDetailKeepsOneStageSeriesPerTransport) {
   auto src = std::make_unique<ShapeSource>();
   Host(*src, NVMEOF_DETAIL_CONTROLLER);  // node detail is controller detail in the kernel
   Series n = Collect(std::move(src));
-  EXPECT_EQ(n.histograms, 2u * 6 + 32 * 2);
+  EXPECT_EQ(n.histograms, 2u * 6 + 4 * 2);
 }
 
 }  // namespace

@@ -130,7 +130,11 @@ class StagesChecks:
             where = '%s %s' % (name, role)
             cmds = self.counter_delta(before, after, 'nvmeof_commands_total', labels)
             self.within(cmds, ios, 0.01, '%s nvmeof_commands_total rose by fio\'s %d I/Os' % (where, ios))
-            total = self.hist_delta(before, after, 'nvmeof_command_latency_seconds', labels).get(None)
+            # bpf.stage_detail and bpf.command_detail are controller (the defaults): stage spans
+            # and the end-to-end histogram carry the controller (host) or the NQN (target), not
+            # the namespace or the nvmet port; nvmeof_commands_total keeps both.
+            detail = {k: v for k, v in labels.items() if k not in ('nvme_namespace', 'nvmet_port')}
+            total = self.hist_delta(before, after, 'nvmeof_command_latency_seconds', detail).get(None)
             if not self.check(total is not None, '%s end-to-end histogram moved' % where):
                 continue
             count, tsum = total
@@ -160,14 +164,12 @@ class StagesChecks:
             self.check(abs(picked - ios * p) <= 4.5 * sd + 1,
                        '%s %d commands picked ~ fio\'s %d I/Os / sample_every %d (+-%.0f)'
                        % (where, picked, ios, every, 4.5 * sd + 1))
-            # bpf.stage_detail is controller (the default): stage spans carry the controller
-            # (host) or the NQN (target), not the namespace or the nvmet port.
-            stage_labels = {k: v for k, v in labels.items() if k not in ('nvme_namespace', 'nvmet_port')}
-            leaked = {k for n, l, v in after if n.startswith('nvmeof_stage_latency_seconds')
+            leaked = {(n.split('_seconds')[0], k) for n, l, v in after
+                      if n.startswith(('nvmeof_stage_latency_seconds', 'nvmeof_command_latency_seconds'))
                       for k in ('nvme_namespace', 'nvmet_port') if k in l}
-            self.check(not leaked, '%s stage series have controller detail (no nvme_namespace or '
-                       'nvmet_port label)' % where, str(sorted(leaked)))
-            stages = self.hist_delta(before, after, 'nvmeof_stage_latency_seconds', stage_labels, 'stage')
+            self.check(not leaked, '%s stage and end-to-end series have controller detail (no '
+                       'nvme_namespace or nvmet_port label)' % where, str(sorted(leaked)))
+            stages = self.hist_delta(before, after, 'nvmeof_stage_latency_seconds', detail, 'stage')
             want = expected_stages(mech, role, transport, kernel, op)
             missing = want - set(stages)
             self.check(not missing, '%s has stages %s' % (where, sorted(want)),
