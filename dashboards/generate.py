@@ -206,8 +206,12 @@ def latency():
           regex=f"/^({FABRIC})$/", all_value=FABRIC)
     d.var("controller", "Controller (host)",
           'label_values(nvmeof_commands_total{role="host", job=~"$job", instance=~"$instance", transport=~"$transport"}, controller)')
-    d.var("nqn", "Subsystem NQN (target)",
-          'label_values(nvmeof_commands_total{role="target", job=~"$job", instance=~"$instance"}, nqn)')
+    # The subsystems the instance serves (target) or connects to (host): "Where the time goes"
+    # and "Network estimate" read the fleet's per-NQN target series through it, so a host's
+    # view shows its own subsystems' residence and drive, and reads only those.
+    d.var("nqn", "Subsystem NQN",
+          'label_values({__name__=~"nvmeof_controller_info|nvmeof_target_namespace_info", '
+          'job=~"$job", instance=~"$instance"}, nqn)')
     d.var("op", "Op", 'label_values(nvmeof_commands_total{job=~"$job", instance=~"$instance"}, op)')
     d.var("disk", "Block device",
           'label_values(nvmeof_block_requests_total{job=~"$job", instance=~"$instance"}, disk)')

@@ -7,7 +7,8 @@
       kind (first letter of the instance: h host, t target, b both, r node_exporter), rule group
       evaluation times against their intervals (/api/v1/rules evaluationTime, and the
       prometheus_rule_group_last_duration_seconds metric beside it), and the latency of every dashboard panel query
-      (dashboards/*.json, variables as Grafana sets them: instance = one node, the rest All)
+      (dashboards/*.json, variables as Grafana sets them: instance = one node, every other
+      query variable All, i.e. its values for that node as a regex, variable_values())
       run as a range query over --range, R times each: p50 and p99 per query.
   fleet_measure.py table FILE.json...
       One table: every figure per node, the ratio to the node_exporter run of the same N and
@@ -76,12 +77,42 @@ def pct(values, p):
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
-def dashboard_queries(instance):
+def grafana_regex(values):
+    """A multi-value or All variable as Grafana's Prometheus data source writes it into a
+    query: each value regex-escaped, one alone, several as (a|b), none as () (which matches only
+    an empty label)."""
+    esc = [re.sub(r"([\\^$*+?.()|{}\[\]])", r"\\\\\1", v) for v in values]
+    return esc[0] if len(esc) == 1 else "(" + "|".join(esc) + ")"
+
+
+def variable_values(d, instance, run):
+    """The dashboard's variables as Grafana sets them on opening it: instance = one node; every
+    other query variable its values for that node, in order (one may use the ones before),
+    all selected (All), or its first value where it is single-select. run(promql) answers an
+    instant query."""
+    values = {"instance": instance}
+    for v in d.get("templating", {}).get("list", []):
+        if v.get("type") != "query" or v["name"] in values:
+            continue
+        q = v["query"]["query"] if isinstance(v["query"], dict) else v["query"]
+        promql, label = dc.label_values_to_promql(dc.substitute(q, values))
+        if promql is None:
+            continue  # not label_values(...): left to dc.substitute (.*)
+        found = sorted({r["metric"].get(label, "") for r in run(promql)} - {""})
+        if v.get("multi") or v.get("includeAll"):
+            values[v["name"]] = grafana_regex(found)
+        else:
+            values[v["name"]] = grafana_regex(found[:1])
+    return values
+
+
+def dashboard_queries(prom, instance):
     for name, d in dc.load_dashboards(DASH):
+        values = variable_values(d, instance, lambda e: query(prom, e))
         for p in dc.all_panels(d):
             for t in p.get("targets", []):
                 yield (f"{name} #{p['id']} {p['title']} {t['refId']}",
-                       dc.substitute(t["expr"], {"instance": instance}))
+                       dc.substitute(t["expr"], values))
 
 
 def measure(a):
@@ -122,7 +153,7 @@ def measure(a):
     queries = []
     deadline = time.time() + a.deadline
     skipped = 0
-    for where, expr in dashboard_queries(a.instance) if a.reps else ():
+    for where, expr in dashboard_queries(prom, a.instance) if a.reps else ():
         if time.time() > deadline:
             skipped += 1
             continue
