@@ -217,14 +217,7 @@ class BpfCollector : public Collector {
 
   // Connection lifecycle counters (collectors/bpf/lifecycle.cc); hooks of loaded modules.
   bool CollectLifecycle(MetricSink& out) {
-    for (const auto& h : lifecycle_.source->Plan().hooks) {
-      out.Gauge("nvmeof_exporter_bpf_hook_attached",
-                "1 if the eBPF hook is attached, with the mechanism used (none if missing).",
-                {{"hook", std::string(h.hook->name)},
-                 {"mechanism", std::string(h.chosen ? MechanismName(h.chosen->mechanism) : "none")},
-                 {"required", "false"}},
-                h.chosen ? 1 : 0);
-    }
+    EmitHooks(lifecycle_.source->Plan(), true, out);  // every lifecycle hook is optional
     LifecycleSnapshot snap;
     if (!lifecycle_.source->Read(&snap)) return false;
     const std::string subsystems = options_.paths.configfs + "/nvmet/subsystems/";
