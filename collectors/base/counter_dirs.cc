@@ -35,12 +35,7 @@ std::optional<std::uint64_t> PreadU64(int fd, bool* failed) {
     if (n < static_cast<ssize_t>(sizeof buf) || data.size() > kMaxBytes) break;
   }
   if (data.size() > kMaxBytes) return std::nullopt;
-  std::string_view text = data;
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t' ||
-                           text.back() == '\0')) {
-    text.remove_suffix(1);
-  }
-  return ParseU64(text);
+  return ParseU64(TrimAttribute(data));
 }
 
 }  // namespace

@@ -31,11 +31,16 @@ std::optional<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     }
   }
   ::close(fd);
-  while (!data.empty() && (data.back() == '\n' || data.back() == ' ' || data.back() == '\t' ||
-                           data.back() == '\0')) {
-    data.pop_back();
-  }
+  data.resize(TrimAttribute(data).size());
   return data;
+}
+
+std::string_view TrimAttribute(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t' ||
+                           text.back() == '\0')) {
+    text.remove_suffix(1);
+  }
+  return text;
 }
 
 std::string ReadFileOr(const std::string& path) {

@@ -16,6 +16,9 @@ namespace nvmeof {
 // longer than max_bytes. 64 KiB by default: attribute files; a bigger one is not what we think.
 std::optional<std::string> ReadFile(const std::string& path, size_t max_bytes = 64 * 1024);
 
+// An attribute's text without its trailing newline, blanks and NULs, as ReadFile returns it.
+std::string_view TrimAttribute(std::string_view text);
+
 // Label text of an attribute: the file's text, or "" when the kernel does not have it (e.g.
 // hostnqn on pcie) or it cannot be read.
 std::string ReadFileOr(const std::string& path);
