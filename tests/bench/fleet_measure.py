@@ -88,7 +88,7 @@ def grafana_regex(values):
 def variable_values(d, instance, run):
     """The dashboard's variables as Grafana sets them on opening it: instance = one node; every
     other query variable its values for that node, in order (one may use the ones before),
-    all selected (All), or its first value where it is single-select. run(promql) answers an
+    all selected (All), or its first value, unescaped, where it is single-select. run(promql) answers an
     instant query."""
     values = {"instance": instance}
     for v in d.get("templating", {}).get("list", []):
@@ -99,10 +99,8 @@ def variable_values(d, instance, run):
         if promql is None:
             continue  # not label_values(...): left to dc.substitute (.*)
         found = sorted({r["metric"].get(label, "") for r in run(promql)} - {""})
-        if v.get("multi") or v.get("includeAll"):
-            values[v["name"]] = grafana_regex(found)
-        else:
-            values[v["name"]] = grafana_regex(found[:1])
+        multi = v.get("multi") or v.get("includeAll")  # else single-select: its value as is
+        values[v["name"]] = grafana_regex(found) if multi else (found[:1] or [""])[0]
     return values
 
 
