@@ -96,12 +96,11 @@ std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
   return gbps * 1e9 / 8;
 }
 
-// A hw_counters/ directory: counter name -> value (nullopt if unreadable or not a number).
+// A hw_counters/ directory's entries: counter name -> value (nullopt if unreadable or not a number).
 // `lifespan` is the driver's cache time in ms, a setting and not a counter.
-std::map<std::string, std::optional<std::uint64_t>> ReadHwCounters(CounterDirs& dirs,
-                                                                   const std::string& dir) {
+std::map<std::string, std::optional<std::uint64_t>> HwCounters(CounterDirs::Entries entries) {
   std::map<std::string, std::optional<std::uint64_t>> counters;
-  for (auto& [name, value] : dirs.Read(dir)) {
+  for (auto& [name, value] : entries) {
     if (name == "lifespan") continue;
     counters.emplace(std::move(name), value);
   }
@@ -176,9 +175,8 @@ class RdmaCollector : public Collector {
     // Device-scope counters (mlx5, cxgb4, efa) get port="0". On mlx5 they repeat port 1's
     // counter set, so stable names come from them only when no port has hw_counters; otherwise
     // a sum over ports would count them twice.
-    const std::string hw = dir + "/hw_counters";
-    if (IsDir(hw))
-      EmitHwCounters(ReadHwCounters(counter_dirs_, hw), dev, "0", !port_hw_counters, out);
+    if (auto hw = counter_dirs_.Read(dir + "/hw_counters"))
+      EmitHwCounters(HwCounters(std::move(*hw)), dev, "0", !port_hw_counters, out);
   }
 
   // Returns whether the port has a hw_counters directory. `ca`: the device is a channel
@@ -222,9 +220,9 @@ class RdmaCollector : public Collector {
 
     CollectPortCounters(dir + "/counters", dev, port, out);
 
-    const std::string hw = dir + "/hw_counters";
-    if (!IsDir(hw)) return false;
-    EmitHwCounters(ReadHwCounters(counter_dirs_, hw), dev, port, true, out);
+    auto hw = counter_dirs_.Read(dir + "/hw_counters");
+    if (!hw) return false;
+    EmitHwCounters(HwCounters(std::move(*hw)), dev, port, true, out);
     return true;
   }
 
@@ -280,7 +278,7 @@ class RdmaCollector : public Collector {
   // counters/: IB PMA port counters. Ports without a PMA (iWARP) answer "N/A (no PMA)".
   void CollectPortCounters(const std::string& dir, const std::string& dev, const std::string& port,
                            MetricSink& out) {
-    for (const auto& [name, value] : counter_dirs_.Read(dir)) {
+    for (const auto& [name, value] : counter_dirs_.Read(dir).value_or(CounterDirs::Entries{})) {
       if (!value) {
         out.Skip();
         continue;

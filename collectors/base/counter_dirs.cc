@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,34 +41,51 @@ std::optional<std::uint64_t> PreadU64(int fd, bool* failed) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::optional<std::uint64_t>>> CounterDirs::Read(
-    const std::string& path) {
-  std::vector<std::pair<std::string, std::optional<std::uint64_t>>> entries;
-  auto it = dirs_.find(path);
-  DIR* listing = nullptr;
-  const int dir_fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    listing = ::fdopendir(dir_fd);
-    if (!listing) ::close(dir_fd);
+bool CounterDirs::List(Dir& dir, std::vector<std::pair<std::string, ino_t>>* names) {
+  if (listing_.empty()) listing_.resize(32 * 1024);
+  if (::lseek(dir.fd.get(), 0, SEEK_SET) != 0) return false;
+  for (;;) {
+    const ssize_t n = ::getdents64(dir.fd.get(), listing_.data(), listing_.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const dirent64*>(listing_.data() + at);
+      at += e->d_reclen;
+      const std::string_view name = e->d_name;
+      if (name != "." && name != "..") names->emplace_back(std::string(name), e->d_ino);
+    }
   }
-  if (!listing) {
+  std::sort(names->begin(), names->end());
+  return true;
+}
+
+std::optional<CounterDirs::Entries> CounterDirs::Read(const std::string& path) {
+  auto it = dirs_.find(path);
+  auto gone = [&]() -> std::optional<Entries> {
     if (it != dirs_.end()) {
       Close(it->second);
       dirs_.erase(it);
     }
-    return entries;
+    return std::nullopt;
+  };
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return gone();
+  if (it == dirs_.end()) it = dirs_.try_emplace(path).first;
+  Dir& dir = it->second;
+  if (!dir.fd.valid() || dir.ino != st.st_ino) {  // new, or re-created under the same path
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) return gone();
+    if (!dir.fd.valid()) ++open_;
+    dir.fd = std::move(fd);
+    dir.ino = st.st_ino;
   }
   std::vector<std::pair<std::string, ino_t>> names;
-  while (const dirent* e = ::readdir(listing)) {
-    std::string_view n = e->d_name;
-    if (n == "." || n == "..") continue;
-    names.emplace_back(std::string(n), e->d_ino);
-  }
-  std::sort(names.begin(), names.end());
+  if (!List(dir, &names)) return gone();
 
-  Dir& dir = it != dirs_.end() ? it->second : dirs_[path];
   dir.read = true;
   std::map<std::string, File> kept;
+  Entries entries;
   entries.reserve(names.size());
   for (auto& [name, ino] : names) {
     File file;
@@ -84,7 +102,7 @@ std::vector<std::pair<std::string, std::optional<std::uint64_t>>> CounterDirs::R
       }
     }
     if (!file.fd.valid()) {  // new, replaced, failed on the kept fd, or over the bound
-      UniqueFd fresh(::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+      UniqueFd fresh(::openat(dir.fd.get(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
       failed = !fresh.valid();
       if (!failed) value = PreadU64(fresh.get(), &failed);
       if (!failed && open_ < max_open_) {
@@ -96,9 +114,10 @@ std::vector<std::pair<std::string, std::optional<std::uint64_t>>> CounterDirs::R
     entries.emplace_back(std::move(name), failed ? std::nullopt : value);
     if (file.fd.valid()) kept.emplace(entries.back().first, std::move(file));
   }
-  Close(dir);  // files no longer listed, or replaced
+  for (auto& [name, file] : dir.files) {  // no longer listed, or replaced
+    if (file.fd.valid()) --open_;
+  }
   dir.files = std::move(kept);
-  ::closedir(listing);  // closes dir_fd
   return entries;
 }
 
@@ -119,6 +138,8 @@ void CounterDirs::Close(Dir& dir) {
     if (file.fd.valid()) --open_;
   }
   dir.files.clear();
+  if (dir.fd.valid()) --open_;
+  dir.fd.Reset();
 }
 
 }  // namespace nvmeof

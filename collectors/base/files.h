@@ -14,6 +14,11 @@ namespace nvmeof {
 
 // Whole file with trailing whitespace removed; nullopt if it cannot be opened or read, or is
 // longer than max_bytes. 64 KiB by default: attribute files; a bigger one is not what we think.
+// A read shorter than asked is taken as the end of the file, which holds for what this reads:
+// regular files, sysfs and configfs attributes (the kernel shows one whole, from offset 0) and
+// procfs files shown at once (single_open: /proc/net/snmp, /proc/self/status); not for procfs
+// files shown a record at a time (/proc/net/tcp, /proc/net/dev), which a read can end short of
+// their end.
 std::optional<std::string> ReadFile(const std::string& path, size_t max_bytes = 64 * 1024);
 
 // An attribute's text without its trailing newline, blanks and NULs, as ReadFile returns it.
