@@ -5,7 +5,7 @@
 #                                # SANITIZE=0 skips the ASan+UBSan and TSan runs, ~11 min here;
 #                                # SKIP_SOAK=1 skips the 5-minute soak)
 #   tests/run-all.sh --kernels all   # the VM suite on every kernel (5.10, 6.1, 6.12, 7.2), every
-#                                # scenario (default: 6.1 and 6.12 in full, 7.2 smoke)
+#                                # scenario (default: 6.1 and 6.12 in full, 5.10 and 7.2 smoke)
 #   tests/run-all.sh --quick     # development: build, unit tests and the e2e tests not labelled
 #                                # slow (a few minutes; no sanitizers, fuzzing, soak, VM suite,
 #                                # icount gate, nor the six e2e scripts over 45 s each)

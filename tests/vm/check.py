@@ -23,7 +23,7 @@ from check_faults import FaultsChecks  # noqa: E402
 from check_lifecycle import LifecycleChecks  # noqa: E402
 from check_native import NativeChecks  # noqa: E402
 from check_record import RecordChecks  # noqa: E402
-from check_stages import StagesChecks  # noqa: E402
+from check_stages import StagesChecks, kernel_short  # noqa: E402
 
 CONTROLLER_STATES = ["new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"]
 # rxe hw_counters that NVMe/RDMA I/O must move (sent/received packets, SENDs of command capsules).
@@ -526,6 +526,22 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
         printed as a named skip, and it fails only when nothing names the reason."""
         e = self.env
         ios = int(e.get('IOS') or 0)
+        kernel = kernel_short(e.get('KERNEL', ''))
+        # Kernels before 5.11 have no module BTF (CONFIG_DEBUG_INFO_BTF_MODULES): the target's
+        # and the transports' hooks cannot load there (docs/operating.md "Compatibility").
+        no_module_btf = tuple(int(x) for x in kernel.split('.')[:2]) < (5, 11) if kernel else False
+        probe = os.path.join(self.dir, 'probe.txt')
+        probe_text = open(probe, errors='replace').read() if os.path.exists(probe) else ''
+        probe_reason = ' '.join(l.split(None, 5)[-1] for l in probe_text.splitlines()
+                                if l.startswith('nvmet_req_init '))[:200]
+        target_hooks = {}
+        for scrape in ('rdma-after', 'tcp-after'):
+            for _, l, v in self.find(self.metrics(scrape), 'nvmeof_exporter_bpf_hook_attached'):
+                if l.get('hook') in ('nvmet_req_init', 'nvmet_req_complete'):
+                    target_hooks[l['hook']] = (v, l.get('mechanism'))
+        target_hooks_missing_why = (
+            len(target_hooks) == 2 and all(v != 1 or m == 'none' for v, m in target_hooks.values())
+            and 'no BTF for module nvmet' in probe_reason)
 
         def delta(before, after, name, **labels):
             return sum(sign * v for scrape, sign in ((after, 1), (before, -1))
@@ -557,6 +573,15 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
                            'SKIP %s eBPF counts: eBPF unavailable, reason %s' % (t, why), str(avail))
                 continue
             for role in ('host', 'target'):
+                if role == 'target' and no_module_btf:
+                    # 5.10: the target's hooks read nvmet's types, and kernels before 5.11 have
+                    # no module BTF. Counted nothing, the exporter must say so, not serve 0s.
+                    self.check(target_hooks_missing_why,
+                               'SKIP %s target nvmeof_commands_total on %s: nvmet_req_init and '
+                               'nvmet_req_complete missing, and the exporter and probe say why '
+                               '(no module BTF before 5.11)' % (t, kernel),
+                               'hook_attached %s; probe: %s' % (target_hooks, probe_reason))
+                    continue
                 got = delta(before, after, 'nvmeof_commands_total', role=role, transport=t, op='read')
                 self.check(got == ios, '%s %s nvmeof_commands_total{op="read"} rose by fio\'s %d I/Os' % (t, role, ios),
                            'rose by %g' % got)
@@ -581,19 +606,25 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
                           if s[2] != 1 or s[1].get('mechanism') == 'none'})
         print('info hooks attached: %s' % ' '.join('%s=%s' % kv for kv in sorted(hooks.items())))
         print('info hooks missing: %s' % ' '.join(missing))
-        probe = os.path.join(self.dir, 'probe.txt')
-        self.check(os.path.exists(probe) and 'probe exit' in open(probe).read(), 'probe.txt present')
+        self.check('probe exit' in probe_text, 'probe.txt present')
         # record: recorded the fio reads on both roles and exited 0, or exited non-zero saying why.
         rc_path = os.path.join(self.dir, 'record-exit-code')
         rc = open(rc_path).read().strip() if os.path.exists(rc_path) else 'none'
         recs = {role: sum(1 for _ in open(p)) for role in ('host', 'target')
                 for p in [os.path.join(self.dir, 'rec.%s.jsonl' % role)] if os.path.exists(p)}
+        log = os.path.join(self.dir, 'record-debug.txt')
+        tail = [l for l in open(log, errors='replace') if not re.match(r'(libbpf|\d+: )', l)][-2:] if os.path.exists(log) else []
         if rc == '0':
             self.check(all(recs.get(r, 0) >= ios for r in ('host', 'target')),
                        'record -s 1: at least fio\'s %d records per role' % ios, str(recs))
+        elif no_module_btf:
+            # `record` needs the target's hooks: on 5.10 it must fail, saying which did not attach.
+            said = ' '.join(tail)
+            self.check(rc not in ('none', '0') and 'did not attach' in said and 'nvmet_req_init' in said,
+                       'SKIP record -s 1 on %s: exits non-zero (%s) saying the target hook '
+                       'nvmet_req_init did not attach (no module BTF before 5.11)' % (kernel, rc),
+                       said[:400])
         else:
-            log = os.path.join(self.dir, 'record-debug.txt')
-            tail = [l for l in open(log, errors='replace') if not re.match(r'(libbpf|\d+: )', l)][-2:] if os.path.exists(log) else []
             self.check(False, 'record -s 1 exited 0', 'exit %s, records %s: %s' % (rc, recs, ' '.join(tail)[:400]))
         self.exporter_alive()
 
