@@ -266,3 +266,111 @@ static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool d
 }
 
 #include "nvmeof_hooks.bpf.h"
+
+/* ---- target, classic tracepoints (kernels without module BTF: 5.10) ----
+ *
+ * The programs above read nvmet's types through CO-RE, which needs the module's BTF (5.11+).
+ * These read the nvmet:nvmet_req_init and nvmet_req_complete trace records instead, whose layout
+ * the kernel publishes in each event's format file: the exporter sets the offsets and sizes below
+ * from them before load (collectors/bpf/tracepoint_format.h), and plans these programs only
+ * where the format files have every field (collectors/bpf/nvmeof.cc). The record names the
+ * controller, queue and command id; on 5.10 init fires before the command is parsed, so only the
+ * completion names the namespace (its device path), and the opcode and start are kept from one
+ * to the other in nv_tp_cmds for every I/O command. A series is the namespace's device path
+ * (the exporter maps it to its subsystem through configfs); its port and transport are not in
+ * the records (the exporter takes the transport from the subsystem's ports). */
+const volatile struct nvmeof_tp_field tp_init_ctrl = {}, tp_init_qid = {}, tp_init_cid = {},
+                                      tp_init_opcode = {}, tp_init_cdw10 = {};
+const volatile struct nvmeof_tp_field tp_done_ctrl = {}, tp_done_qid = {}, tp_done_cid = {},
+                                      tp_done_disk = {};
+
+struct nvmeof_tp_cmd {
+  __u64 ctrl;
+  __u32 qid, cid;
+};
+struct nvmeof_tp_start {
+  __u64 start; /* 0: not timed */
+  __u8 op;
+  __u8 pad[7];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct nvmeof_tp_cmd);
+  __type(value, struct nvmeof_tp_start);
+} nv_tp_cmds SEC(".maps");
+
+/* An unsigned field of the record: 1, 2, 4 or 8 bytes (the format file's size). Through a
+ * pointer: a const volatile struct passed by value is copied as an aggregate, which clang folds
+ * to its initializer (the program compiled to "return 0"). */
+static __always_inline __u64 tp_field(void* ctx, const volatile struct nvmeof_tp_field* f) {
+  const __u16 offset = f->offset, size = f->size;
+  __u64 v = 0;
+  if (size == 8) {
+    bpf_probe_read_kernel(&v, 8, (char*)ctx + offset);
+  } else if (size == 4) {
+    __u32 x = 0;
+    bpf_probe_read_kernel(&x, 4, (char*)ctx + offset);
+    v = x;
+  } else if (size == 2) {
+    __u16 x = 0;
+    bpf_probe_read_kernel(&x, 2, (char*)ctx + offset);
+    v = x;
+  } else if (size == 1) {
+    __u8 x = 0;
+    bpf_probe_read_kernel(&x, 1, (char*)ctx + offset);
+    v = x;
+  }
+  return v;
+}
+
+SEC("tracepoint/nvmet/nvmet_req_init")
+int nv_t_init_tp(void* ctx) {
+  struct nvmeof_tp_cmd key = {};
+  struct nvmeof_tp_start v = {};
+  __u32 cdw[2] = {};
+  key.ctrl = tp_field(ctx, &tp_init_ctrl);
+  key.qid = (__u32)tp_field(ctx, &tp_init_qid);
+  key.cid = (__u32)tp_field(ctx, &tp_init_cid);
+  if (!key.ctrl || !key.qid) return 0; /* a connect (no controller yet), or an admin command */
+  bpf_probe_read_kernel(cdw, sizeof(cdw), (char*)ctx + tp_init_cdw10.offset); /* SLBA */
+  v.op = nvme_op((__u8)tp_field(ctx, &tp_init_opcode));
+  if (nvmeof_picked(cdw[0] | (__u64)cdw[1] << 32, key.cid, sample_limit)) {
+    v.start = bpf_ktime_get_ns();
+    nv_event(NVMEOF_NCTR_SAMPLED_TARGET);
+  }
+  if (bpf_map_update_elem(&nv_tp_cmds, &key, &v, BPF_ANY)) nv_event(NVMEOF_NCTR_INFLIGHT_FULL);
+  return 0;
+}
+
+SEC("tracepoint/nvmet/nvmet_req_complete")
+int nv_t_done_tp(void* ctx) {
+  struct nvmeof_tp_cmd key = {};
+  struct nvmeof_tp_start* found;
+  struct nvmeof_inflight e = {};
+  struct nvmeof_tp_start v;
+  union count_key k;
+  __u64 disk[4] = {}, id;
+  key.ctrl = tp_field(ctx, &tp_done_ctrl);
+  key.qid = (__u32)tp_field(ctx, &tp_done_qid);
+  key.cid = (__u32)tp_field(ctx, &tp_done_cid);
+  found = bpf_map_lookup_elem(&nv_tp_cmds, &key);
+  if (!found) return 0; /* admin, or begun before the programs were attached */
+  v = *found;
+  bpf_map_delete_elem(&nv_tp_cmds, &key);
+  /* The series: a hash of the device path's first 32 bytes (DISK_NAME_LEN, as the record
+   * holds it), never 0; the name is read from the record on the series' first command. */
+  bpf_probe_read_kernel(disk, sizeof(disk), (char*)ctx + tp_done_disk.offset);
+  id = (disk[0] * 0x9E3779B97F4A7C15ULL ^ disk[1]) * 0xBF58476D1CE4E5B9ULL ^
+       (disk[2] * 0xC2B2AE3D27D4EB4FULL ^ disk[3]);
+  count_key(&k, id | 1, 0, NVMEOF_ROLE_TARGET, v.op, 0, NVMEOF_TRTYPE_UNKNOWN);
+  count_command(&k, (__u64)ctx + tp_done_disk.offset, false);
+  if (!v.start) return 0;
+  e.ts[NVMEOF_TP_INIT] = v.start;
+  e.ts[NVMEOF_TP_DONE] = bpf_ktime_get_ns();
+  e.series = k.s;
+  finish(&e, NVMEOF_TP_COUNT);
+  return 0;
+}

@@ -59,6 +59,13 @@ enum nvmeof_detail {
 #define NVMEOF_TRTYPE_FC 2
 #define NVMEOF_TRTYPE_TCP 3
 #define NVMEOF_TRTYPE_LOOP 254
+/* A field of a classic tracepoint's record, from its format file (nvmeof.bpf.c, 5.10) */
+struct nvmeof_tp_field {
+  unsigned short offset, size;
+};
+
+/* Not in what the hook saw (the classic tracepoints of 5.10): the exporter looks it up */
+#define NVMEOF_TRTYPE_UNKNOWN 255
 
 /* Size classes of the optional `size` label (NVMEOF_SIZE_CLASSES): classes.h. */
 

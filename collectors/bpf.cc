@@ -7,6 +7,7 @@
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/histogram.h"
+#include "collectors/kernel/nvmeof_names.h"
 #include "collectors/registry.h"
 
 namespace nvmeof {
@@ -304,36 +305,14 @@ class BpfCollector : public Collector {
     return true;
   }
 
-  struct HostIdentity {
-    std::string device;      // the namespace as users see it: nvme0n1 (also for a path nvme0c1n1)
-    std::string controller;  // nvme1
-    std::string transport;   // rdma, tcp, pcie, ...
-  };
-
-  // A host disk's names, from sysfs: nullopt if it is gone or not an NVMe namespace.
-  std::optional<HostIdentity> Identify(const std::string& disk) const {
-    if (disk.empty() || disk.find('/') != std::string::npos || disk[0] == '.') return std::nullopt;
-    HostIdentity id;
-    id.device = disk;
-    // A multipath path disk nvme<subsys>c<ctrl>n<ns> belongs to the namespace nvme<subsys>n<ns>.
-    static const std::regex kPath("nvme([0-9]+)c[0-9]+n([0-9]+)");
-    std::smatch m;
-    if (std::regex_match(disk, m, kPath)) id.device = "nvme" + m[1].str() + "n" + m[2].str();
-    auto ctrl = ReadLinkBase(options_.paths.sysfs + "/block/" + disk + "/device");
-    if (!ctrl || ctrl->rfind("nvme", 0) != 0) return std::nullopt;
-    id.controller = *ctrl;
-    auto transport = ReadFile(options_.paths.sysfs + "/class/nvme/" + *ctrl + "/transport");
-    if (!transport) return std::nullopt;
-    id.transport = *transport;
-    return id;
-  }
-
   // What a scrape learns once per id: the BPF names, sysfs identities, controllers' transports.
   struct SeriesNames {
     std::map<std::uint64_t, std::string> names;
-    std::map<std::uint64_t, std::optional<HostIdentity>> hosts;
+    std::map<std::uint64_t, std::optional<NvmeDiskIdentity>> hosts;
     std::map<std::uint64_t, std::optional<std::string>> ctrl_transports;
     bool have_nvmet = false;
+    // The classic tracepoint series' names -> subsystem and transport (once per scrape).
+    std::optional<std::map<std::string, NvmetNamespaceTarget>> device_paths = {};
   };
   enum class Named { kOk, kSkip, kGone };
 
@@ -369,9 +348,11 @@ class BpfCollector : public Collector {
       }
       auto it = ctx.hosts.find(k.id);
       if (it == ctx.hosts.end()) {
-        it =
-            ctx.hosts.emplace(k.id, name == ctx.names.end() ? std::nullopt : Identify(name->second))
-                .first;
+        it = ctx.hosts
+                 .emplace(k.id, name == ctx.names.end()
+                                    ? std::nullopt
+                                    : IdentifyNvmeDisk(options_.paths.sysfs, name->second))
+                 .first;
       }
       if (!it->second) {
         return Named::kSkip;
@@ -383,21 +364,31 @@ class BpfCollector : public Collector {
                  {"controller", it->second->controller},
                  {"nvme_namespace", it->second->device}};
     } else {
-      auto nqn = ctx.names.find(k.id);
-      if (nqn == ctx.names.end() || nqn->second.empty()) {
+      // The classic tracepoints (5.10) name a series by its namespace's device path, whose
+      // subsystem and transport configfs gives, and have no port (nvmet_port "").
+      const bool by_path = k.trtype == NVMEOF_TRTYPE_UNKNOWN;
+      auto name = ctx.names.find(k.id);
+      if (name == ctx.names.end() || name->second.empty() || (by_path && !ctx.have_nvmet))
         return Named::kSkip;
-      }
-      if (ctx.have_nvmet && nqn->second.find('/') == std::string::npos &&
-          !Exists(options_.paths.configfs + "/nvmet/subsystems/" + nqn->second)) {
+      std::string nqn = name->second;
+      if (by_path) {
+        if (!ctx.device_paths) ctx.device_paths = NvmetTargetsByDevicePath(options_.paths.configfs);
+        auto target = ctx.device_paths->find(nqn.substr(0, kNvmetTraceDiskLen));
+        if (target == ctx.device_paths->end()) return Named::kGone;  // the namespace was deleted
+        nqn = target->second.nqn;
+        *transport = target->second.transport;
+      } else if (ctx.have_nvmet && nqn.find('/') == std::string::npos &&
+                 !Exists(options_.paths.configfs + "/nvmet/subsystems/" + nqn)) {
         return Named::kGone;  // the subsystem was deleted
+      } else {
+        *transport = NvmeofTransportName(k.trtype);
       }
-      *transport = NvmeofTransportName(k.trtype);
       *labels = {{"role", "target"},
                  {"transport", *transport},
                  {"op", std::string(BlockOpName(k.op))},
-                 {"nqn", nqn->second}};
+                 {"nqn", nqn}};
       if (k.detail != NVMEOF_DETAIL_CONTROLLER)
-        labels->push_back({"nvmet_port", std::to_string(k.port)});
+        labels->push_back({"nvmet_port", by_path ? "" : std::to_string(k.port)});
     }
     return Named::kOk;
   }

@@ -20,6 +20,8 @@ std::string_view MechanismName(Mechanism m) {
       return "tp_btf";
     case Mechanism::kRawTp:
       return "raw_tp";
+    case Mechanism::kTracepoint:
+      return "tracepoint";
   }
   return "unknown";
 }

@@ -15,19 +15,28 @@
 
 namespace nvmeof {
 
-enum class Mechanism { kFentry, kKprobe, kTpBtf, kRawTp };
+// kTracepoint: a classic tracepoint program reading the record at the offsets of its format
+// file, for kernels whose module has no BTF (tp_btf and raw_tp programs read its types through
+// CO-RE); last in a hook's variants, never forced by bpf.mechanism.
+enum class Mechanism { kFentry, kKprobe, kTpBtf, kRawTp, kTracepoint };
 
-std::string_view MechanismName(Mechanism m);  // fentry, kprobe, tp_btf, raw_tp
+std::string_view MechanismName(Mechanism m);  // fentry, kprobe, tp_btf, raw_tp, tracepoint
 // "auto" (or empty) -> nullopt in *forced; false for an unknown name.
 bool ParseMechanism(std::string_view text, std::optional<Mechanism>* forced);
 
 // One way to attach a hook: a program of the skeleton and what it attaches to.
 struct Variant {
   Mechanism mechanism;
-  std::string_view target;      // kernel function (fentry, kprobe) or tracepoint (tp_btf, raw_tp)
-  std::string_view program;     // program name in the skeleton
-  std::string_view kfunc = "";  // a kernel function the program calls, if any: the variant
-                                // needs it in the kernel's BTF (e.g. bpf_rdonly_cast, 6.2+)
+  // A kernel function (fentry, kprobe), a tracepoint (tp_btf, raw_tp) or "system/event"
+  // (tracepoint).
+  std::string_view target;
+  std::string_view program;  // program name in the skeleton
+  // A kernel function the program calls, if any: the variant needs it in the kernel's BTF
+  // (e.g. bpf_rdonly_cast, 6.2+).
+  std::string_view kfunc = "";
+  // tracepoint: the record's fields the program reads ("ctrl,qid,cid"): the variant needs each
+  // in the event's format file.
+  std::string_view fields = "";
 };
 
 // A point in the kernel a collector needs to see. Variants are in preference order: most

@@ -20,6 +20,7 @@
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/options.h"
+#include "collectors/kernel/tracepoint_format.h"
 #include "nvmeof_legacy.skel.h"
 #include "record_legacy.skel.h"
 
@@ -257,6 +258,18 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
     }
     case Mechanism::kRawTp:
       break;  // no cheap check without tracefs; the trial tells
+    case Mechanism::kTracepoint: {
+      std::string why;
+      const auto format = ReadTracepointFormat(paths_.sysfs, target, &why);
+      if (format.empty()) return why;
+      for (std::string_view rest = v.fields; !rest.empty();) {
+        const auto comma = rest.find(',');
+        const std::string field(rest.substr(0, comma));
+        rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+        if (!format.count(field)) return "tracepoint " + target + ": no field " + field;
+      }
+      break;
+    }
   }
   std::string error;
   auto t0 = std::chrono::steady_clock::now();

@@ -103,7 +103,11 @@ const std::vector<HookSpec>& NvmeofHooks() {
        .variants = {{M::kTpBtf, "nvmet_req_init", "nv_t_init_tp_btf"},
                     {M::kRawTp, "nvmet_req_init", "nv_t_init_raw_tp"},
                     {M::kFentry, "nvmet_req_init", "nv_t_init_fentry"},
-                    {M::kKprobe, "nvmet_req_init", "nv_t_init_kprobe"}},
+                    {M::kKprobe, "nvmet_req_init", "nv_t_init_kprobe"},
+                    {.mechanism = M::kTracepoint,
+                     .target = "nvmet/nvmet_req_init",
+                     .program = "nv_t_init_tp",
+                     .fields = kTpInitFields}},
        .gate = "nvmet"},
       {.name = "nvmet_rdma_read_data_done",
        .required = false,
@@ -132,7 +136,11 @@ const std::vector<HookSpec>& NvmeofHooks() {
        .variants = {{M::kTpBtf, "nvmet_req_complete", "nv_t_done_tp_btf"},
                     {M::kRawTp, "nvmet_req_complete", "nv_t_done_raw_tp"},
                     {M::kFentry, "nvmet_req_complete", "nv_t_done_fentry"},
-                    {M::kKprobe, "nvmet_req_complete", "nv_t_done_kprobe"}},
+                    {M::kKprobe, "nvmet_req_complete", "nv_t_done_kprobe"},
+                    {.mechanism = M::kTracepoint,
+                     .target = "nvmet/nvmet_req_complete",
+                     .program = "nv_t_done_tp",
+                     .fields = kTpDoneFields}},
        .gate = "nvmet"},
       {.name = kHookNvmetRdmaReleaseRsp,
        .required = false,
@@ -204,6 +212,36 @@ std::string NvmeofStageName(std::uint8_t role, std::string_view transport, std::
     name += p;
   }
   return name;
+}
+
+const std::vector<HookSpec>& RecordNvmeofHooks() {
+  static const std::vector<HookSpec> hooks = [] {
+    std::vector<HookSpec> out = NvmeofHooks();
+    for (auto& h : out)
+      std::erase_if(h.variants,
+                    [](const Variant& v) { return v.mechanism == Mechanism::kTracepoint; });
+    return out;
+  }();
+  return hooks;
+}
+
+void PairNvmetTracepoints(AttachPlan* plan) {
+  auto find = [&](std::string_view name) -> HookPlan* {
+    for (auto& hp : plan->hooks) {
+      if (hp.hook->name == name && hp.chosen) return &hp;
+    }
+    return nullptr;
+  };
+  HookPlan* init = find("nvmet_req_init");
+  HookPlan* done = find("nvmet_req_complete");
+  auto classic = [](const HookPlan* hp) { return hp->chosen->mechanism == Mechanism::kTracepoint; };
+  if (!init || !done || classic(init) == classic(done)) return;
+  HookPlan* tp = classic(init) ? init : done;
+  const HookPlan* other = classic(init) ? done : init;
+  tp->rejected.emplace_back(Mechanism::kTracepoint,
+                            std::string(other->hook->name) + " attaches through " +
+                                std::string(MechanismName(other->chosen->mechanism)));
+  tp->chosen.reset();
 }
 
 std::uint32_t TargetSentHooked(const AttachPlan& plan) {

@@ -15,12 +15,31 @@
 #include "collectors/bpf/attach.h"
 #include "collectors/bpf/block.h"
 
+struct nvmeof_bpf;  // bpftool's skeleton of bpf/nvmeof.bpf.c (nvmeof.skel.h)
+
 namespace nvmeof {
 
 // Host: nvme_setup_cmd, nvme_complete_rq and nvme_rq_end are required (the frame); the driver
 // hooks are optional and merge stages when missing. Target: nvmet_req_init and
 // nvmet_req_complete are required. Each is gated on its module (nvme_core, nvmet, ...).
 const std::vector<HookSpec>& NvmeofHooks();
+// The same without the classic tracepoint variants, which only bpf/nvmeof.bpf.c has: `record`
+// (bpf/record.bpf.c) reads the target's types, so it needs module BTF.
+const std::vector<HookSpec>& RecordNvmeofHooks();
+
+// The record fields the classic tracepoint variants of nvmet_req_init and nvmet_req_complete
+// read (bpf/nvmeof.bpf.c, kernels without module BTF), by the names in their format files.
+inline constexpr std::string_view kTpInitFields = "ctrl,qid,cid,opcode,cdw10";
+inline constexpr std::string_view kTpDoneFields = "ctrl,qid,cid,disk";
+
+// Sets the classic tracepoint programs' field offsets in an opened object's rodata, from the
+// format files (collectors/bpf/nvmet_tracepoints.cc; NVMEOF_BPF builds).
+void SetNvmetTracepointFields(const Paths& paths, ::nvmeof_bpf* skel);
+
+// Those programs know a command by what both records hold (controller, queue, command id), the
+// other variants by its struct nvmet_req: a plan with one of each would never end a command, so
+// the tracepoint one is dropped (rejected, saying which mechanism its pair has).
+void PairNvmetTracepoints(AttachPlan* plan);
 
 // The target's response-sent hooks per transport (bit NVMEOF_TRTYPE_* of nvmeof_config).
 inline constexpr std::string_view kHookNvmeSetupCmd = "nvme_setup_cmd";

@@ -28,13 +28,14 @@ namespace {
 // Hook name -> the block collector's variant that is that hook (LoadNvmeof).
 using InBlock = std::map<std::string_view, Variant>;
 
-Skeleton<nvmeof_bpf> OpenNvmeof(const std::string& btf_path, const BpfOptions& bpf,
-                                std::string* error) {
+Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
+                                const BpfOptions& bpf, std::string* error) {
   Skeleton<nvmeof_bpf> skel = OpenSkeleton<nvmeof_bpf>(btf_path, error);
   if (!skel) return skel;
   skel->rodata->sample_limit = nvmeof_sample_limit(bpf.sample_every);
   skel->rodata->size_classes = bpf.size_classes;
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
+  SetNvmetTracepointFields(paths, skel.get());
   SizeNvmeofStageMaps(skel->obj, bpf);
   return skel;
 }
@@ -75,18 +76,16 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
   }
   KernelProber prober(paths, [&](const Variant& v, std::string* error) {
     if (!trial_loads) return 0;
-    Skeleton<nvmeof_bpf> trial = OpenNvmeof(btf_path, options, error);
+    Skeleton<nvmeof_bpf> trial = OpenNvmeof(paths, btf_path, options, error);
     if (!trial) return -EINVAL;
-    bpf_map__set_max_entries(trial->maps.nv_inflight, 1);  // a trial needs no room
-    bpf_map__set_max_entries(trial->maps.nv_hists, 1);
-    bpf_map__set_max_entries(trial->maps.nv_paths, 1);
-    bpf_map__set_max_entries(trial->maps.nv_names, 1);
-    bpf_map__set_max_entries(trial->maps.nv_commands, 1);
-    bpf_map__set_max_entries(trial->maps.nv_count_slots, 1);
-    bpf_map__set_max_entries(trial->maps.nv_ctrl, 1);
+    const auto& m = trial->maps;  // a trial needs no room
+    for (bpf_map* map : {m.nv_inflight, m.nv_hists, m.nv_paths, m.nv_names, m.nv_commands,
+                         m.nv_count_slots, m.nv_ctrl, m.nv_tp_cmds})
+      bpf_map__set_max_entries(map, 1);
     return LoadAndAttach(trial->skeleton, {v.program}, error);
   });
   AttachPlan plan = PlanAttach(candidates, forced, prober);
+  PairNvmetTracepoints(&plan);
   // PlanAttach points into `candidates`; repoint at the static table.
   for (auto& hp : plan.hooks) {
     for (const auto& h : NvmeofHooks()) {
@@ -332,7 +331,7 @@ class KernelNvmeofSource : public NvmeofSource {
 
   Skeleton<nvmeof_bpf> Load(const AttachPlan& plan, std::string* error) {
     if (plan.Programs().empty()) return {};
-    Skeleton<nvmeof_bpf> skel = OpenNvmeof(btf_path_, options_, error);
+    Skeleton<nvmeof_bpf> skel = OpenNvmeof(paths_, btf_path_, options_, error);
     if (skel && ShareMaps(skel->obj, maps_->obj, error) &&
         LoadAndAttach(skel->skeleton, plan.Programs(), error) == 0) {
       return skel;
@@ -431,7 +430,7 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
     if (setup && setup->chosen) in_block.emplace(kHookNvmeSetupCmd, *setup->chosen);
   }
   std::string error;
-  Skeleton<nvmeof_bpf> maps = OpenNvmeof(btf_path, options, &error);
+  Skeleton<nvmeof_bpf> maps = OpenNvmeof(paths, btf_path, options, &error);
   if (maps && !in_block.empty() && !ShareMaps(maps->obj, host_obj, &error, /*only_common=*/true))
     maps.reset();
   if (maps && LoadAndAttach(maps->skeleton, {}, &error) != 0) maps.reset();

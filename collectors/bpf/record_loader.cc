@@ -1,4 +1,4 @@
-// Loads bpf/record.bpf.c on the hooks of NvmeofHooks() and drains its ring buffer (built with
+// Loads bpf/record.bpf.c on the hooks of RecordNvmeofHooks() and drains its ring buffer (built with
 // NVMEOF_BPF only; disabled.cc stands in otherwise).
 #include <algorithm>
 #include <cerrno>
@@ -22,13 +22,13 @@ namespace {
 bool TargetHook(const HookSpec& h) { return h.gate.rfind("nvmet", 0) == 0; }
 
 // The hooks of the roles asked whose gate module is loaded. record.bpf.c has a program for every
-// variant of NvmeofHooks() (tests/unit/bpf_programs_test.cc); one that it lacks all the same
+// variant of RecordNvmeofHooks() (tests/unit/bpf_programs_test.cc); one that it lacks all the same
 // (a stale build) is left out with a warning, not silently.
 std::vector<HookSpec> RecordHooks(const Paths& paths, const RecordOptions& options,
                                   const bpf_object* obj,
                                   const std::vector<std::string_view>& planned = {}) {
   std::vector<HookSpec> out;
-  for (const auto& h : NvmeofHooks()) {
+  for (const auto& h : RecordNvmeofHooks()) {
     if (TargetHook(h) ? !options.target : !options.host) continue;
     if (!ModuleLoaded(paths, h.gate)) continue;
     if (std::find(planned.begin(), planned.end(), h.name) != planned.end()) continue;
@@ -57,7 +57,7 @@ Skeleton<record_bpf> OpenRecord(const std::string& btf_path, const RecordOptions
 // Repoints a plan made from a copy of the hook table at the static table, which outlives it.
 void RepointPlan(AttachPlan* plan) {
   for (auto& hp : plan->hooks) {
-    for (const auto& h : NvmeofHooks()) {
+    for (const auto& h : RecordNvmeofHooks()) {
       if (h.name == hp.hook->name) hp.hook = &h;
     }
   }

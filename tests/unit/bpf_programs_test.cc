@@ -31,7 +31,7 @@ struct Table {
 const Table kTables[] = {
     {"block", "collectors/bpf/block_loader.cc", &BlockHooks},
     {"nvmeof", "collectors/bpf/nvmeof_loader.cc", &NvmeofHooks},
-    {"record", "collectors/bpf/record_loader.cc", &NvmeofHooks},
+    {"record", "collectors/bpf/record_loader.cc", &RecordNvmeofHooks},
     {"lifecycle", "collectors/bpf/lifecycle_loader.cc", &LifecycleHooks},
 };
 

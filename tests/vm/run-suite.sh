@@ -17,9 +17,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 EXPORTER=${NVMEOF_EXPORTER:-$HERE/../../build/nvmeof_exporter}
 OUT=/tmp/nvmeof-vm
 ALL_KERNELS="6.1 6.12 5.10 7.2"
-# On 5.10 the smoke scenario's target counts and `record` are named skips: without module BTF
-# (5.11+) the nvmet hooks cannot load, and the checks pass only if the exporter, `probe` and
-# `record` say so (docs/operating.md "Compatibility").
+# On 5.10 (no module BTF) the smoke scenario checks the target's counts through the classic
+# tracepoint hooks, and `record`, which needs nvmet's types, as a named skip that passes only
+# if it says so (docs/operating.md "Compatibility").
 KERNELS=${NVMEOF_VM_KERNELS:-6.1 6.12 5.10 7.2}
 FULL_KERNELS=${NVMEOF_VM_FULL_KERNELS:-6.1 6.12}
 FULL_SCENARIOS=$(grep -v '^#' "$HERE/scenarios.txt" | tr '\n' ' ')  # the one list

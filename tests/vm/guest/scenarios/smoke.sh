@@ -29,6 +29,11 @@ conf TCP_CONTROLLER "$CTRL"
 conf TCP_DEV "$DEV"
 TCP_DEV=$DEV
 mark probe_start
+# The target's tracepoint records as this kernel lays them out (the classic tracepoint
+# variants read them where the kernel has no module BTF).
+for e in nvmet_req_init nvmet_req_complete; do
+	cat /sys/kernel/tracing/events/nvmet/$e/format >"$R/format-$e.txt" 2>&1
+done
 $EXPORTER probe --log.level=debug >"$R/probe.txt" 2>"$R/probe-debug.txt"
 echo "probe exit $?" >>"$R/probe.txt"
 # The transport tier's hooks as well (what the compatibility table reports for that tier).
