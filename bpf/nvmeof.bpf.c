@@ -302,42 +302,53 @@ struct {
   __type(value, struct nvmeof_tp_start);
 } nv_tp_cmds SEC(".maps");
 
-/* An unsigned field of the record: 1, 2, 4 or 8 bytes (the format file's size). Through a
- * pointer: a const volatile struct passed by value is copied as an aggregate, which clang folds
- * to its initializer (the program compiled to "return 0"). */
-static __always_inline __u64 tp_field(void* ctx, const volatile struct nvmeof_tp_field* f) {
-  const __u16 offset = f->offset, size = f->size;
-  __u64 v = 0;
-  if (size == 8) {
-    bpf_probe_read_kernel(&v, 8, (char*)ctx + offset);
-  } else if (size == 4) {
-    __u32 x = 0;
-    bpf_probe_read_kernel(&x, 4, (char*)ctx + offset);
-    v = x;
-  } else if (size == 2) {
-    __u16 x = 0;
-    bpf_probe_read_kernel(&x, 2, (char*)ctx + offset);
-    v = x;
-  } else if (size == 1) {
-    __u8 x = 0;
-    bpf_probe_read_kernel(&x, 1, (char*)ctx + offset);
-    v = x;
-  }
-  return v;
+/* The record's first NVMEOF_TP_SPAN bytes, read once per program run: a bpf_probe_read_kernel
+ * call costs about 85 instructions, and the fields are read from this copy. The record sits in
+ * the per-CPU perf trace buffer (8 KiB), so reading past a shorter record's end stays inside it. */
+#define NVMEOF_TP_SPAN 128
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u8[NVMEOF_TP_SPAN]);
+} nv_tp_record SEC(".maps");
+
+static __always_inline __u8* tp_record(void* ctx) {
+  __u32 zero = 0;
+  __u8* rec = bpf_map_lookup_elem(&nv_tp_record, &zero);
+  if (rec && bpf_probe_read_kernel(rec, NVMEOF_TP_SPAN, ctx)) return 0;
+  return rec;
+}
+
+/* An unsigned field of the record: 1, 2, 4 or 8 bytes (the format file's size); 0 past the copy.
+ * Through a pointer: a const volatile struct passed by value is copied as an aggregate, which
+ * clang folds to its initializer (the program compiled to "return 0"). */
+static __always_inline __u64 tp_field(const __u8* rec, const volatile struct nvmeof_tp_field* f) {
+  const __u32 offset = f->offset, size = f->size;
+  if (offset > NVMEOF_TP_SPAN - 8) return 0;
+  if (size == 8) return *(const __u64*)(rec + offset);
+  if (size == 4) return *(const __u32*)(rec + offset);
+  if (size == 2) return *(const __u16*)(rec + offset);
+  if (size == 1) return rec[offset];
+  return 0;
 }
 
 SEC("tracepoint/nvmet/nvmet_req_init")
 int nv_t_init_tp(void* ctx) {
   struct nvmeof_tp_cmd key = {};
   struct nvmeof_tp_start v = {};
-  __u32 cdw[2] = {};
-  key.ctrl = tp_field(ctx, &tp_init_ctrl);
-  key.qid = (__u32)tp_field(ctx, &tp_init_qid);
-  key.cid = (__u32)tp_field(ctx, &tp_init_cid);
+  __u8* rec = tp_record(ctx);
+  __u32 slba_at = tp_init_cdw10.offset;
+  __u64 slba;
+  if (!rec) return 0;
+  key.ctrl = tp_field(rec, &tp_init_ctrl);
+  key.qid = (__u32)tp_field(rec, &tp_init_qid);
+  key.cid = (__u32)tp_field(rec, &tp_init_cid);
   if (!key.ctrl || !key.qid) return 0; /* a connect (no controller yet), or an admin command */
-  bpf_probe_read_kernel(cdw, sizeof(cdw), (char*)ctx + tp_init_cdw10.offset); /* SLBA */
-  v.op = nvme_op((__u8)tp_field(ctx, &tp_init_opcode));
-  if (nvmeof_picked(cdw[0] | (__u64)cdw[1] << 32, key.cid, sample_limit)) {
+  if (slba_at > NVMEOF_TP_SPAN - 8) return 0;
+  slba = *(const __u64*)(rec + slba_at); /* cdw10 and cdw11 */
+  v.op = nvme_op((__u8)tp_field(rec, &tp_init_opcode));
+  if (nvmeof_picked(slba, key.cid, sample_limit)) {
     v.start = bpf_ktime_get_ns();
     nv_event(NVMEOF_NCTR_SAMPLED_TARGET);
   }
@@ -352,21 +363,26 @@ int nv_t_done_tp(void* ctx) {
   struct nvmeof_inflight e = {};
   struct nvmeof_tp_start v;
   union count_key k;
-  __u64 disk[4] = {}, id;
-  key.ctrl = tp_field(ctx, &tp_done_ctrl);
-  key.qid = (__u32)tp_field(ctx, &tp_done_qid);
-  key.cid = (__u32)tp_field(ctx, &tp_done_cid);
+  __u8* rec = tp_record(ctx);
+  __u32 disk_at = tp_done_disk.offset;
+  const __u64* disk;
+  __u64 id;
+  if (!rec) return 0;
+  key.ctrl = tp_field(rec, &tp_done_ctrl);
+  key.qid = (__u32)tp_field(rec, &tp_done_qid);
+  key.cid = (__u32)tp_field(rec, &tp_done_cid);
   found = bpf_map_lookup_elem(&nv_tp_cmds, &key);
   if (!found) return 0; /* admin, or begun before the programs were attached */
   v = *found;
   bpf_map_delete_elem(&nv_tp_cmds, &key);
   /* The series: a hash of the device path's first 32 bytes (DISK_NAME_LEN, as the record
    * holds it), never 0; the name is read from the record on the series' first command. */
-  bpf_probe_read_kernel(disk, sizeof(disk), (char*)ctx + tp_done_disk.offset);
+  if (disk_at > NVMEOF_TP_SPAN - 32) return 0;
+  disk = (const __u64*)(rec + disk_at);
   id = (disk[0] * 0x9E3779B97F4A7C15ULL ^ disk[1]) * 0xBF58476D1CE4E5B9ULL ^
        (disk[2] * 0xC2B2AE3D27D4EB4FULL ^ disk[3]);
   count_key(&k, id | 1, 0, NVMEOF_ROLE_TARGET, v.op, 0, NVMEOF_TRTYPE_UNKNOWN);
-  count_command(&k, (__u64)ctx + tp_done_disk.offset, false);
+  count_command(&k, (__u64)ctx + disk_at, false);
   if (!v.start) return 0;
   e.ts[NVMEOF_TP_INIT] = v.start;
   e.ts[NVMEOF_TP_DONE] = bpf_ktime_get_ns();
