@@ -96,8 +96,8 @@ std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
   return gbps * 1e9 / 8;
 }
 
-// A hw_counters/ directory's entries: counter name -> value (nullopt if unreadable or not a number).
-// `lifespan` is the driver's cache time in ms, a setting and not a counter.
+// A hw_counters/ directory's entries: counter name -> value (nullopt if unreadable or not a
+// number). `lifespan` is the driver's cache time in ms, a setting and not a counter.
 std::map<std::string, std::optional<std::uint64_t>> HwCounters(CounterDirs::Entries entries) {
   std::map<std::string, std::optional<std::uint64_t>> counters;
   for (auto& [name, value] : entries) {

@@ -226,16 +226,11 @@ const std::vector<HookSpec>& RecordNvmeofHooks() {
 }
 
 void PairNvmetTracepoints(AttachPlan* plan) {
-  auto find = [&](std::string_view name) -> HookPlan* {
-    for (auto& hp : plan->hooks) {
-      if (hp.hook->name == name && hp.chosen) return &hp;
-    }
-    return nullptr;
-  };
-  HookPlan* init = find("nvmet_req_init");
-  HookPlan* done = find("nvmet_req_complete");
+  // AttachPlan::Find on a plan this function may change.
+  auto* init = const_cast<HookPlan*>(plan->Find("nvmet_req_init"));
+  auto* done = const_cast<HookPlan*>(plan->Find("nvmet_req_complete"));
   auto classic = [](const HookPlan* hp) { return hp->chosen->mechanism == Mechanism::kTracepoint; };
-  if (!init || !done || classic(init) == classic(done)) return;
+  if (!init || !done || !init->chosen || !done->chosen || classic(init) == classic(done)) return;
   HookPlan* tp = classic(init) ? init : done;
   const HookPlan* other = classic(init) ? done : init;
   tp->rejected.emplace_back(Mechanism::kTracepoint,
