@@ -10,17 +10,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "collectors/base/counter_dirs.h"
 #include "collectors/base/files.h"
+#include "collectors/base/sysfs_files.h"
 #include "collectors/base/yaml.h"
 #include "collectors/kernel/netdev_sysfs.h"
 #include "collectors/kernel/rdma_sysfs.h"
@@ -96,15 +97,11 @@ std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
   return gbps * 1e9 / 8;
 }
 
-// A hw_counters/ directory's entries: counter name -> value (nullopt if unreadable or not a
-// number). `lifespan` is the driver's cache time in ms, a setting and not a counter.
-std::map<std::string, std::optional<std::uint64_t>> HwCounters(CounterDirs::Entries entries) {
-  std::map<std::string, std::optional<std::uint64_t>> counters;
-  for (auto& [name, value] : entries) {
-    if (name == "lifespan") continue;
-    counters.emplace(std::move(name), value);
-  }
-  return counters;
+// A hw_counters/ directory's counters, sorted by name. `lifespan` is the driver's cache time in
+// ms, a setting and not a counter.
+SysfsFiles::Counters HwCounters(SysfsFiles::Counters entries) {
+  std::erase_if(entries, [](const SysfsFiles::Counter& c) { return c.name == "lifespan"; });
+  return entries;
 }
 
 // The path MTU rdma_cm gives a RoCE connection over a netdev (cma_resolve_iboe_route ->
@@ -136,25 +133,25 @@ class RdmaCollector : public Collector {
   bool Collect(MetricSink& out) override {
     const std::string root = options_.paths.sysfs + "/class/infiniband";
     bool ok = true;
-    if (!IsDir(root)) {
+    if (!files_.HasDir(root)) {
       // no RDMA stack loaded: nothing to report
     } else if (::access(root.c_str(), R_OK | X_OK) != 0) {
       ok = false;
     } else {
       std::vector<BoundNetdev> bound;
-      for (const auto& dev : ListDir(root)) {
+      for (const auto& dev : files_.List(root)) {
         if (options_.rdma.devices.Allows(dev)) CollectDevice(root + "/" + dev, dev, &bound, out);
       }
       EmitMtus(bound, out);
     }
-    counter_dirs_.Sweep();  // a device that went away keeps no files open
+    files_.Sweep();  // a device that went away keeps no files open
     return ok;
   }
 
  private:
   void CollectDevice(const std::string& dir, const std::string& dev,
                      std::vector<BoundNetdev>* bound, MetricSink& out) {
-    auto attr = [&](const char* name) { return ReadFile(dir + "/" + name).value_or(""); };
+    auto attr = [&](const char* name) { return files_.ReadAttribute(dir, name).value_or(""); };
     std::string node_type = attr("node_type");
     if (auto parsed = ParseNumberedName(node_type)) node_type = *parsed;
     out.Gauge("nvmeof_rdma_device_info", "RDMA device metadata; value is always 1.",
@@ -167,7 +164,7 @@ class RdmaCollector : public Collector {
               1);
 
     bool port_hw_counters = false;
-    for (const auto& port : ListDir(dir + "/ports")) {
+    for (const auto& port : files_.List(dir + "/ports")) {
       port_hw_counters |=
           CollectPort(dir + "/ports/" + port, dev, port, node_type == "CA", bound, out);
     }
@@ -175,7 +172,7 @@ class RdmaCollector : public Collector {
     // Device-scope counters (mlx5, cxgb4, efa) get port="0". On mlx5 they repeat port 1's
     // counter set, so stable names come from them only when no port has hw_counters; otherwise
     // a sum over ports would count them twice.
-    if (auto hw = counter_dirs_.Read(dir + "/hw_counters"))
+    if (auto hw = files_.ReadCounters(dir + "/hw_counters"))
       EmitHwCounters(HwCounters(std::move(*hw)), dev, "0", !port_hw_counters, out);
   }
 
@@ -183,9 +180,9 @@ class RdmaCollector : public Collector {
   // adapter (IB or RoCE), not an iWARP RNIC.
   bool CollectPort(const std::string& dir, const std::string& dev, const std::string& port, bool ca,
                    std::vector<BoundNetdev>* bound, MetricSink& out) {
-    const std::string link_layer = ReadFile(dir + "/link_layer").value_or("");
+    const std::string link_layer = files_.ReadAttribute(dir, "link_layer").value_or("");
     // IB ports have no netdev; a RoCE port normally has one (VLANs/bonds can add more).
-    std::vector<std::string> netdevs = PortNetdevs(dir);
+    std::vector<std::string> netdevs = PortNetdevs(files_, dir);
     for (const auto& netdev : netdevs) {
       bound->push_back({dev, port, netdev, ca && link_layer == "Ethernet"});
     }
@@ -201,14 +198,14 @@ class RdmaCollector : public Collector {
                 1);
     }
 
-    EmitOneHot(dir + "/state", "nvmeof_rdma_port_state",
+    EmitOneHot(dir, "state", "nvmeof_rdma_port_state",
                "Logical port state (one-hot): ACTIVE means the port can carry traffic.",
                kPortStates, dev, port, out);
-    EmitOneHot(dir + "/phys_state", "nvmeof_rdma_port_phys_state",
+    EmitOneHot(dir, "phys_state", "nvmeof_rdma_port_phys_state",
                "Physical port state (one-hot): LinkUp means the link is up.", kPhysStates, dev,
                port, out);
 
-    auto rate = ReadFile(dir + "/rate");
+    auto rate = files_.ReadAttribute(dir, "rate");
     auto bytes_per_second = rate ? ParseRateBytesPerSecond(*rate) : std::nullopt;
     if (bytes_per_second) {
       out.Gauge("nvmeof_rdma_port_rate_bytes_per_second",
@@ -220,7 +217,7 @@ class RdmaCollector : public Collector {
 
     CollectPortCounters(dir + "/counters", dev, port, out);
 
-    auto hw = counter_dirs_.Read(dir + "/hw_counters");
+    auto hw = files_.ReadCounters(dir + "/hw_counters");
     if (!hw) return false;
     EmitHwCounters(HwCounters(std::move(*hw)), dev, port, true, out);
     return true;
@@ -239,7 +236,7 @@ class RdmaCollector : public Collector {
       auto [it, fresh] = mtus.try_emplace(b.netdev);
       if (!fresh) continue;
       Mtu& m = it->second;
-      m.status = ReadNetdevMtu(options_.paths.sysfs, b.netdev, &m.bytes);
+      m.status = ReadNetdevMtu(files_, options_.paths.sysfs, b.netdev, &m.bytes);
       if (m.status == ReadStatus::kOk) {
         out.Gauge("nvmeof_rdma_netdev_mtu_bytes",
                   "MTU of a netdev an RDMA port is bound to (sysfs class/net/<netdev>/mtu).",
@@ -266,10 +263,10 @@ class RdmaCollector : public Collector {
 
   // A state file ("4: ACTIVE") as one-hot; a state we do not know (NOP, "<unknown>") leaves
   // all known states at 0.
-  void EmitOneHot(const std::string& path, std::string_view metric, std::string_view help,
-                  std::span<const StateName> states, const std::string& dev,
+  void EmitOneHot(const std::string& dir, std::string_view file, std::string_view metric,
+                  std::string_view help, std::span<const StateName> states, const std::string& dev,
                   const std::string& port, MetricSink& out) {
-    auto text = ReadFile(path);
+    auto text = files_.ReadAttribute(dir, file);
     auto current = text ? ParseNumberedName(*text) : std::nullopt;
     out.OneHot(metric, help, {{"rdma_device", dev}, {"rdma_port", port}}, states, current,
                /*unknown_all_zero=*/true);
@@ -278,7 +275,7 @@ class RdmaCollector : public Collector {
   // counters/: IB PMA port counters. Ports without a PMA (iWARP) answer "N/A (no PMA)".
   void CollectPortCounters(const std::string& dir, const std::string& dev, const std::string& port,
                            MetricSink& out) {
-    for (const auto& [name, value] : counter_dirs_.Read(dir).value_or(CounterDirs::Entries{})) {
+    for (const auto& [name, value] : files_.ReadCounters(dir).value_or(SysfsFiles::Counters{})) {
       if (!value) {
         out.Skip();
         continue;
@@ -294,33 +291,35 @@ class RdmaCollector : public Collector {
       } else {
         out.Counter("nvmeof_rdma_port_counters_total",
                     "IB PMA port counters (errors, discards, waits) by sysfs file name.",
-                    {{"rdma_device", dev}, {"rdma_port", port}, {"counter", name}},
+                    {{"rdma_device", dev}, {"rdma_port", port}, {"counter", std::string(name)}},
                     static_cast<double>(*value));
       }
     }
   }
 
-  void EmitHwCounters(const std::map<std::string, std::optional<std::uint64_t>>& counters,
-                      const std::string& dev, const std::string& port, bool stable_names,
-                      MetricSink& out) {
+  // `counters` sorted by name, as SysfsFiles lists them.
+  void EmitHwCounters(const SysfsFiles::Counters& counters, const std::string& dev,
+                      const std::string& port, bool stable_names, MetricSink& out) {
     for (const auto& [name, value] : counters) {
       if (!value) {
         out.Skip();
         continue;
       }
       out.Counter("nvmeof_rdma_hw_counters_total", kHwCounterHelp,
-                  {{"rdma_device", dev}, {"rdma_port", port}, {"counter", name}},
+                  {{"rdma_device", dev}, {"rdma_port", port}, {"counter", std::string(name)}},
                   static_cast<double>(*value));
     }
     if (!stable_names) return;
     for (const auto& stable : StableHwCounters()) {
       if (stable.traffic_detail && !options_.rdma.traffic_detail) continue;
       for (const auto& source : stable.sources) {
-        auto it = counters.find(std::string(source.counter));
-        if (it == counters.end()) continue;
-        if (it->second) {
+        auto it = std::lower_bound(
+            counters.begin(), counters.end(), source.counter,
+            [](const SysfsFiles::Counter& c, std::string_view name) { return c.name < name; });
+        if (it == counters.end() || it->name != source.counter) continue;
+        if (it->value) {
           out.Counter(stable.metric, stable.help, {{"rdma_device", dev}, {"rdma_port", port}},
-                      static_cast<double>(*it->second));
+                      static_cast<double>(*it->value));
         } else {
           out.Skip();
         }
@@ -330,8 +329,8 @@ class RdmaCollector : public Collector {
   }
 
   const CollectorOptions options_;
-  // counters/ and hw_counters/ of every port, kept open between scrapes.
-  CounterDirs counter_dirs_;
+  // Every file and directory read, kept open between scrapes.
+  SysfsFiles files_;
 };
 
 }  // namespace

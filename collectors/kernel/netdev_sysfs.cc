@@ -4,12 +4,14 @@
 
 namespace nvmeof {
 
-ReadStatus ReadNetdevMtu(const std::string& sysfs, const std::string& netdev, std::uint64_t* mtu) {
+ReadStatus ReadNetdevMtu(SysfsFiles& files, const std::string& sysfs, const std::string& netdev,
+                         std::uint64_t* mtu) {
   const std::string dir = sysfs + "/class/net/" + netdev;
-  if (netdev.empty() || netdev.find('/') != std::string::npos || !IsDir(dir)) {
+  if (netdev.empty() || netdev.find('/') != std::string::npos || !files.HasDir(dir)) {
     return ReadStatus::kAbsent;
   }
-  auto value = ReadU64(dir + "/mtu");
+  auto text = files.ReadAttribute(dir, "mtu");
+  auto value = text ? ParseU64(*text) : std::nullopt;
   if (!value) return ReadStatus::kFailed;
   *mtu = *value;
   return ReadStatus::kOk;

@@ -7,14 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "collectors/base/sysfs_files.h"
 #include "collectors/kernel/netdev_stats.h"
 
 namespace nvmeof {
 
 // class/net/<netdev>/mtu into *mtu. kAbsent: no class/net/<netdev> (a GID table can name a
 // netdev of another network namespace); kFailed: the directory is there but mtu is missing,
-// unreadable or not a number.
-ReadStatus ReadNetdevMtu(const std::string& sysfs, const std::string& netdev, std::uint64_t* mtu);
+// unreadable or not a number. Read through `files`, which keeps it open between scrapes.
+ReadStatus ReadNetdevMtu(SysfsFiles& files, const std::string& sysfs, const std::string& netdev,
+                         std::uint64_t* mtu);
 
 // One ecn/roce_<point>/enable/<priority> file. `point` is "np" (notification point: marks CNPs
 // back to the sender) or "rp" (reaction point: slows down on CNPs). ok is false when the file is
