@@ -68,6 +68,13 @@ struct nvmet_sq___lc {
   struct nvmet_ctrl___lc* ctrl;
 } __attribute__((preserve_access_index));
 
+/* nvmet_alloc_ctrl() took (subsysnqn, hostnqn, req, kato, ctrlp) and returned a status up to
+ * 6.12; newer kernels (Debian's 7.2) pass one struct nvmet_alloc_ctrl_args * and return the
+ * controller, or NULL. Whether this type exists tells the two apart (CO-RE, at load). */
+struct nvmet_alloc_ctrl_args___lc {
+  char* subsysnqn;
+} __attribute__((preserve_access_index));
+
 struct nvmet_req___lc {
   struct nvme_completion___lc* cqe;
   struct nvmet_sq___lc* sq;
@@ -385,13 +392,28 @@ static __always_inline void on_alloc_entry(const char* subsysnqn, void* ctrlp) {
   bpf_probe_read_kernel_str(s->nqn, sizeof(s->nqn), subsysnqn);
 }
 
+/* nvmet_alloc_ctrl()'s entry, either form (nvmet_alloc_ctrl_args___lc). */
+static __always_inline void on_alloc_entry_any(void* arg0, void* arg4) {
+  if (bpf_core_type_exists(struct nvmet_alloc_ctrl_args___lc)) {
+    on_alloc_entry(BPF_CORE_READ((struct nvmet_alloc_ctrl_args___lc*)arg0, subsysnqn), 0);
+  } else {
+    on_alloc_entry(arg0, arg4);
+  }
+}
+
 static __always_inline void on_alloc_exit(long ret) {
   struct lc_stash* s = stash_get(FN_ALLOC);
   struct lc_scratch* sc;
   struct nvmet_ctrl___lc* ctrl = 0;
   __u64 id;
-  if (!s || (ret & 0xffff) != 0 || !s->ptr) return; /* u16 status: 0 = allocated */
-  if (bpf_probe_read_kernel(&ctrl, sizeof(ctrl), (void*)s->ptr) != 0 || !ctrl) return;
+  if (!s) return;
+  if (bpf_core_type_exists(struct nvmet_alloc_ctrl_args___lc)) {
+    ctrl = (struct nvmet_ctrl___lc*)ret; /* NULL: not allocated */
+  } else {
+    if ((ret & 0xffff) != 0 || !s->ptr) return; /* u16 status: 0 = allocated */
+    if (bpf_probe_read_kernel(&ctrl, sizeof(ctrl), (void*)s->ptr) != 0) return;
+  }
+  if (!ctrl) return;
   if (!(sc = scratch())) return;
   __builtin_memset(&sc->ctrl, 0, sizeof(sc->ctrl));
   sc->ctrl.created_ns = bpf_ktime_get_ns();
@@ -483,7 +505,9 @@ LC_RETURN(lc_aconn_ret, nvmet_execute_admin_connect,
 LC_ENTRY(lc_iconn, nvmet_execute_io_connect, on_tconnect_entry(req, FN_TCONNECT_IO), void* req)
 LC_RETURN(lc_iconn_ret, nvmet_execute_io_connect,
           on_tconnect_exit(FN_TCONNECT_IO, NVMEOF_LC_QUEUE_IO), void* req)
-LC_ENTRY(lc_alloc, nvmet_alloc_ctrl, on_alloc_entry(subsysnqn, ctrlp), const char* subsysnqn,
+/* Either form of nvmet_alloc_ctrl (nvmet_alloc_ctrl_args___lc): the new one's fentry and fexit do
+ * not load (one argument), its kprobes do. */
+LC_ENTRY(lc_alloc, nvmet_alloc_ctrl, on_alloc_entry_any(subsysnqn, ctrlp), void* subsysnqn,
          const char* hostnqn, void* req, __u32 kato, void* ctrlp)
 LC_RETURN(lc_alloc_ret, nvmet_alloc_ctrl, on_alloc_exit(ret), const char* subsysnqn,
           const char* hostnqn, void* req, __u32 kato, void* ctrlp)

@@ -256,7 +256,12 @@ int BPF_KPROBE(nv_t_tcp_recv_kprobe, struct sock* sk) {
 
 /* init: nvmet:nvmet_req_init fires in nvmet_req_init() once the command parsed; the function
  * entry (fentry/kprobe) comes before req->sq is set, so those take the sq argument. The
- * received command is in req->cmd before nvmet_req_init() runs (every variant sees it). */
+ * received command is in req->cmd before nvmet_req_init() runs (every variant sees it).
+ * Which argument is sq, from 0 (set by the exporter from nvmet's BTF, NvmetReqInitSqArg): 2
+ * for nvmet_req_init(req, cq, sq, ops) before Linux 6.15, 1 for (req, sq, ops) on the kernels
+ * that dropped cq (Debian's 7.2). The branch not taken is dead code to the verifier. */
+const volatile __u32 nvmet_init_sq_arg = 2;
+
 SEC("tp_btf/nvmet_req_init")
 int BPF_PROG(nv_t_init_tp_btf, struct nvmet_req___nv* req) {
   if (req) on_init(as_id(req, true), req, req->sq, true);
@@ -270,14 +275,14 @@ int BPF_PROG(nv_t_init_raw_tp, struct nvmet_req___nv* req) {
 }
 
 SEC("fentry/nvmet_req_init")
-int BPF_PROG(nv_t_init_fentry, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
-  if (req) on_init(as_id(req, true), req, sq, true);
+int BPF_PROG(nv_t_init_fentry, struct nvmet_req___nv* req, void* arg1, void* arg2) {
+  if (req) on_init(as_id(req, true), req, nvmet_init_sq_arg == 1 ? arg1 : arg2, true);
   return 0;
 }
 
 SEC("kprobe/nvmet_req_init")
-int BPF_KPROBE(nv_t_init_kprobe, struct nvmet_req___nv* req, void* cq, struct nvmet_sq___nv* sq) {
-  on_init((__u64)req, req, sq, false);
+int BPF_KPROBE(nv_t_init_kprobe, struct nvmet_req___nv* req, void* arg1, void* arg2) {
+  on_init((__u64)req, req, nvmet_init_sq_arg == 1 ? arg1 : arg2, false);
   return 0;
 }
 

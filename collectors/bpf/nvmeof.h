@@ -36,6 +36,13 @@ inline constexpr std::string_view kTpDoneFields = "ctrl,qid,cid,disk";
 // format files (collectors/bpf/nvmet_tracepoints.cc; NVMEOF_BPF builds).
 void SetNvmetTracepointFields(const Paths& paths, ::nvmeof_bpf* skel);
 
+// Which argument of nvmet_req_init() is its struct nvmet_sq *, counted from 0, as the fentry and
+// kprobe variants of the target's init hook read it (bpf/nvmeof_hooks.bpf.h, nvmet_init_sq_arg):
+// 2 until Linux 6.15, (req, cq, sq, ops); 1 from the kernels that dropped the cq argument,
+// (req, sq, ops), such as Debian's 7.2. Read from nvmet's BTF under `sysfs`/kernel/btf; 2 where
+// there is none (5.10: no module BTF, and the old argument list).
+int NvmetReqInitSqArg(const std::string& sysfs);
+
 // Those programs know a command by what both records hold (controller, queue, command id), the
 // other variants by its struct nvmet_req: a plan with one of each would never end a command, so
 // the tracepoint one is dropped (rejected, saying which mechanism its pair has).

@@ -36,6 +36,7 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
   skel->rodata->size_classes = bpf.size_classes;
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
   SetNvmetTracepointFields(paths, skel.get());
+  skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);
   SizeNvmeofStageMaps(skel->obj, bpf);
   return skel;
 }

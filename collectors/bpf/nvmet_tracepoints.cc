@@ -1,8 +1,12 @@
-// The classic tracepoint variants of the target's hooks (bpf/nvmeof.bpf.c, kernels without
-// module BTF): their records' field offsets, from the format files, into the object's rodata.
-// Built with NVMEOF_BPF only.
+// What the target's hooks need to know of the running nvmet before load: the classic
+// tracepoint variants' record field offsets (bpf/nvmeof.bpf.c, kernels without module BTF), from
+// the format files, and where nvmet_req_init() takes its queue, from nvmet's BTF. Built with
+// NVMEOF_BPF only.
+#include <bpf/btf.h>
+
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "collectors/bpf/nvmeof.h"
 #include "collectors/kernel/tracepoint_format.h"
@@ -40,6 +44,34 @@ void SetNvmetTracepointFields(const Paths& paths, ::nvmeof_bpf* skel) {
       s.to->size = f->second.size;
     }
   }
+}
+
+int NvmetReqInitSqArg(const std::string& sysfs) {
+  constexpr int kBefore615 = 2;  // nvmet_req_init(req, cq, sq, ops)
+  struct btf* vmlinux = btf__parse((sysfs + "/kernel/btf/vmlinux").c_str(), nullptr);
+  if (!vmlinux) return kBefore615;
+  struct btf* nvmet = btf__parse_split((sysfs + "/kernel/btf/nvmet").c_str(), vmlinux);
+  int arg = kBefore615;
+  const int func = nvmet ? btf__find_by_name_kind(nvmet, "nvmet_req_init", BTF_KIND_FUNC) : -1;
+  const struct btf_type* proto =
+      func > 0 ? btf__type_by_id(nvmet, btf__type_by_id(nvmet, func)->type) : nullptr;
+  if (proto && btf_is_func_proto(proto)) {
+    const struct btf_param* params = btf_params(proto);
+    for (int i = 0; i < btf_vlen(proto); ++i) {
+      const struct btf_type* t = btf__type_by_id(nvmet, params[i].type);
+      if (!t || !btf_is_ptr(t)) continue;
+      const int pointee = btf__resolve_type(nvmet, t->type);  // past const and typedefs
+      const struct btf_type* s = pointee > 0 ? btf__type_by_id(nvmet, pointee) : nullptr;
+      if (s && btf_is_struct(s) &&
+          std::string_view(btf__name_by_offset(nvmet, s->name_off)) == "nvmet_sq") {
+        arg = i;
+        break;
+      }
+    }
+  }
+  btf__free(nvmet);
+  btf__free(vmlinux);
+  return arg;
 }
 
 }  // namespace nvmeof

@@ -46,11 +46,12 @@ std::vector<HookSpec> RecordHooks(const Paths& paths, const RecordOptions& optio
   return out;
 }
 
-Skeleton<record_bpf> OpenRecord(const std::string& btf_path, const RecordOptions& options,
-                                std::string* error) {
+Skeleton<record_bpf> OpenRecord(const Paths& paths, const std::string& btf_path,
+                                const RecordOptions& options, std::string* error) {
   Skeleton<record_bpf> skel = OpenSkeleton<record_bpf>(btf_path, error);
   if (!skel) return skel;
   skel->rodata->sample_limit = nvmeof_sample_limit(options.sample_every);
+  skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);
   return skel;
 }
 
@@ -175,7 +176,7 @@ class KernelRecordSource : public RecordSource {
       return;
     }
     std::string error;
-    Skeleton<record_bpf> skel = OpenRecord(late_.btf_path, late_.options, &error);
+    Skeleton<record_bpf> skel = OpenRecord(late_.paths, late_.btf_path, late_.options, &error);
     if (skel && ShareMaps(skel->obj, skel_->obj, &error) &&
         LoadAndAttach(skel->skeleton, plan.Programs(), &error) == 0) {
       for (auto& h : plan.hooks) {
@@ -229,7 +230,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
   std::string btf_path, error;
   load.availability = PrepareBpfLoad(paths, bpf, &forced, &btf_path);
   if (!load.availability.ok) return load;
-  Skeleton<record_bpf> probe = OpenRecord(btf_path, options, &error);
+  Skeleton<record_bpf> probe = OpenRecord(paths, btf_path, options, &error);
   if (!probe) {
     load.availability = {false, "load_failed", error};
     return load;
@@ -241,7 +242,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
   auto plan_with = [&](bool trial_loads) {
     KernelProber prober(paths, [&](const Variant& v, std::string* err) {
       if (!trial_loads) return 0;
-      Skeleton<record_bpf> trial = OpenRecord(btf_path, options, err);
+      Skeleton<record_bpf> trial = OpenRecord(paths, btf_path, options, err);
       if (!trial) return -EINVAL;
       bpf_map__set_max_entries(trial->maps.rec_inflight, 1);
       bpf_map__set_max_entries(trial->maps.rec_groups, 1);
@@ -252,7 +253,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
     return PlanAttach(hooks, forced, prober);
   };
   auto load_with = [&](const AttachPlan& plan) {
-    Skeleton<record_bpf> skel = OpenRecord(btf_path, options, &error);
+    Skeleton<record_bpf> skel = OpenRecord(paths, btf_path, options, &error);
     if (!skel) return skel;
     int err = bpf_map__set_max_entries(skel->maps.rec_ring, options.ring_bytes);
     if (err) {
