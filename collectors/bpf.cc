@@ -199,9 +199,17 @@ class BpfCollector : public Collector {
     out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "map_full"}},
                 static_cast<double>(snap.counters[NVMEOF_CTR_MAP_FULL]));
     std::uint64_t recursion = 0;
-    for (const auto& p : snap.programs) recursion += p.stats.recursion_misses;
-    out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "recursion"}},
-                static_cast<double>(recursion));
+    bool known = true;
+    for (const auto& p : snap.programs) {
+      recursion += p.stats.recursion_misses;
+      known &= p.stats.recursion_known;
+    }
+    if (known) {
+      out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "recursion"}},
+                  static_cast<double>(recursion));
+    } else {
+      out.Skip();  // before 5.12 the kernel does not count them: no false 0
+    }
     if (snap.inflight_used) {
       out.Gauge("nvmeof_exporter_bpf_inflight_entries",
                 "Requests holding an issue timestamp in the in-flight table.", {},

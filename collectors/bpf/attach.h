@@ -115,6 +115,9 @@ struct ProgramStats {
   std::uint64_t run_count = 0;
   std::uint64_t run_time_ns = 0;
   std::uint64_t recursion_misses = 0;
+  // The kernel reports recursion_misses (bpf_prog_info grew it in 5.12). Before, a run the
+  // kernel skipped because another tracing program was running on that CPU is counted nowhere.
+  bool recursion_known = true;
 };
 
 // The most memory a loaded BPF map can take: max_entries x (key + value x CPUs for per-CPU maps);

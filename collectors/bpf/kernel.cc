@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -296,6 +297,9 @@ bool ReadProgramStats(const bpf_program* program, ProgramStats* stats) {
   stats->run_count = info.run_cnt;
   stats->run_time_ns = info.run_time_ns;
   stats->recursion_misses = info.recursion_misses;
+  // The kernel writes the fields it has and sets len to their size.
+  stats->recursion_known =
+      len >= offsetof(bpf_prog_info, recursion_misses) + sizeof(info.recursion_misses);
   return true;
 }
 

@@ -274,6 +274,19 @@ TEST_F(BpfCollectorTest, ProgramStatsWhenEnabled) {
             2);
 }
 
+// Before 5.12 the kernel's bpf_prog_info has no recursion_misses: the series is skipped, not 0.
+TEST_F(BpfCollectorTest, RecursionMissesUnknownIsNoSeries) {
+  auto src = std::make_unique<FakeSource>();
+  src->snap.programs = {{"block_rq_complete", Mechanism::kRawTp, {1000, 0, 0, false}}};
+  auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)));
+  MetricSink sink;
+  ASSERT_TRUE(c->Collect(sink));
+  EXPECT_FALSE(
+      FindSeries(sink, "nvmeof_exporter_bpf_lost_events_total", {{"reason", "recursion"}}));
+  EXPECT_TRUE(FindSeries(sink, "nvmeof_exporter_bpf_lost_events_total", {{"reason", "map_full"}}));
+  EXPECT_GE(sink.skipped(), 1u);
+}
+
 TEST_F(BpfCollectorTest, UnavailableSaysWhyAndKeepsGoing) {
   BlockLoad load;
   load.availability = {false, "no_capability", "needs CAP_BPF and CAP_PERFMON"};
