@@ -83,6 +83,16 @@ std::string FrameMechanism(const AttachPlan& plan, bool host) {
   return h && h->chosen ? std::string(MechanismName(h->chosen->mechanism)) : "";
 }
 
+std::string MissingFrame(const AttachPlan& plan, bool want_host, bool want_target) {
+  for (const bool is_host : {true, false}) {
+    if (!(is_host ? want_host : want_target) || !FrameMechanism(plan, is_host).empty()) continue;
+    if (!ModuleLoaded(Paths{}, is_host ? "nvme_core" : "nvmet")) continue;  // attached once loaded
+    return std::string("the ") + (is_host ? "host" : "target") + " hook " +
+           (is_host ? "nvme_setup_cmd" : "nvmet_req_init") + " did not attach";
+  }
+  return "";
+}
+
 std::string OpName(std::uint8_t opcode) { return std::string(BlockOpName(nvme_op(opcode))); }
 
 void FromKernel(const nvmeof_record& k, Record* out, std::uint64_t* dropped) {

@@ -59,4 +59,8 @@ bool StopRequested();
 // The mechanism of a role's frame hook (nvme_setup_cmd / nvmet_req_init), for record headers.
 std::string FrameMechanism(const AttachPlan& plan, bool host);
 
+// "the target hook nvmet_req_init did not attach" for the first wanted role whose module is
+// loaded but whose frame hook did not attach (5.10: no module BTF); "" when none.
+std::string MissingFrame(const AttachPlan& plan, bool want_host, bool want_target);
+
 }  // namespace nvmeof::profile

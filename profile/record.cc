@@ -187,19 +187,6 @@ int FinishFiles(RecordSource& source, const std::uint64_t (&start)[NVMEOF_RCTR_C
   return rc;
 }
 
-// A role whose module is loaded but whose frame did not attach would record nothing: false, said.
-bool FramesAttached(const AttachPlan& plan, bool want_host, bool want_target, std::ostream& err) {
-  for (const bool is_host : {true, false}) {
-    if (!(is_host ? want_host : want_target) || !FrameMechanism(plan, is_host).empty()) continue;
-    if (!ModuleLoaded(Paths{}, is_host ? "nvme_core" : "nvmet")) continue;  // attached once loaded
-    err << "nvmeof_exporter record: the " << (is_host ? "host" : "target") << " hook "
-        << (is_host ? "nvme_setup_cmd" : "nvmet_req_init")
-        << " did not attach (see the hooks above): nothing could be recorded\n";
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -225,7 +212,12 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "record: hook " << h.hook->name << ": "
         << (h.chosen ? std::string(MechanismName(h.chosen->mechanism)) : "missing") << "\n";
   }
-  if (!FramesAttached(load.plan, want_host, want_target, err)) return 1;
+  // A role whose frame did not attach would record nothing.
+  if (auto missing = MissingFrame(load.plan, want_host, want_target); !missing.empty()) {
+    err << "nvmeof_exporter record: " << missing
+        << " (see the hooks above): nothing could be recorded\n";
+    return 1;
+  }
   const RecordHeader header = NodeHeader(every);
   std::ofstream host_out, target_out;
   auto open = [&](std::ofstream& f, const std::string& path, const char* file_role, bool is_host) {

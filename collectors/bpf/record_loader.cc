@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -278,9 +280,18 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
     return load;
   }
   if (load.plan.Programs().empty()) {
-    load.availability = {false, "required_hook_missing",
-                         "no NVMe host or target hook to attach (modules nvme_core / nvmet "
-                         "not loaded?)"};
+    // A loaded module whose frame hook could not attach says why (5.10: no module BTF).
+    std::string why =
+        "no NVMe host or target hook to attach (modules nvme_core / nvmet not loaded?)";
+    for (const std::string_view frame : {"nvmet_req_init", "nvme_setup_cmd"}) {
+      const HookPlan* h = load.plan.Find(frame);
+      if (h && h->waiting.empty() && !h->rejected.empty()) {
+        why = "no NVMe host or target hook attached: " + std::string(frame) + " did not attach (" +
+              h->rejected.back().second + ")";
+        break;
+      }
+    }
+    load.availability = {false, "required_hook_missing", why};
     return load;
   }
   // Target commands end at the response-sent point only where that hook is attached.
