@@ -23,7 +23,7 @@ from check_faults import FaultsChecks  # noqa: E402
 from check_lifecycle import LifecycleChecks  # noqa: E402
 from check_native import NativeChecks  # noqa: E402
 from check_record import RecordChecks  # noqa: E402
-from check_stages import StagesChecks, kernel_short  # noqa: E402
+from check_stages import StagesChecks, kernel_short, no_module_btf  # noqa: E402
 
 CONTROLLER_STATES = ["new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"]
 # rxe hw_counters that NVMe/RDMA I/O must move (sent/received packets, SENDs of command capsules).
@@ -341,6 +341,15 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
         """`record -s 1` started with only nvmet (and nvme_core) loaded: the transport drivers'
         hooks attached while it ran, so both files hold fio's commands, with their host NQN."""
         log = os.path.join(self.dir, 'record-late.log')
+        if self.env.get('NO_MODULE_BTF') == '1':  # 5.10: record cannot attach nvmet's hooks
+            said = open(log, errors='replace').read() if os.path.exists(log) else ''
+            code = os.path.join(self.dir, 'record-late-exit-code')
+            rc = open(code).read().strip() if os.path.exists(code) else 'none'
+            self.check(rc.isdigit() and rc != '0' and 'nvmet_req_init did not attach' in said,
+                       'SKIP late record on %s: exits non-zero (%s) saying the target hook '
+                       'nvmet_req_init did not attach (no module BTF before 5.11)'
+                       % (self.env.get('KERNEL'), rc), said[-400:])
+            return
         late = re.findall(r'hook attached" hook="([a-z_]+)"', open(log).read()) if os.path.exists(log) else []
         self.check(any(h.startswith('nvme_') for h in late) and any(h.startswith('nvmet_') for h in late),
                    'late record: host and target transport hooks attached while it ran', str(late))
@@ -529,9 +538,7 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
         e = self.env
         ios = int(e.get('IOS') or 0)
         kernel = kernel_short(e.get('KERNEL', ''))
-        # Kernels before 5.11 have no module BTF (CONFIG_DEBUG_INFO_BTF_MODULES): the target's
-        # and the transports' hooks cannot load there (docs/operating.md "Compatibility").
-        no_module_btf = tuple(int(x) for x in kernel.split('.')[:2]) < (5, 11) if kernel else False
+        no_btf = no_module_btf(e.get('KERNEL', ''))
         probe = os.path.join(self.dir, 'probe.txt')
         probe_text = open(probe, errors='replace').read() if os.path.exists(probe) else ''
         probe_reason = ' '.join(l.split(None, 5)[-1] for l in probe_text.splitlines()
@@ -577,7 +584,7 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
                            'SKIP %s eBPF counts: eBPF unavailable, reason %s' % (t, why), str(avail))
                 continue
             for role in ('host', 'target'):
-                if role == 'target' and no_module_btf and not target_attached:
+                if role == 'target' and no_btf and not target_attached:
                     # Before 5.11 (no module BTF) the target's hooks attach through the classic
                     # tracepoints (format files) or not at all: then the exporter must say so.
                     self.check(target_hooks_missing_why,
@@ -621,7 +628,7 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
         if rc == '0':
             self.check(all(recs.get(r, 0) >= ios for r in ('host', 'target')),
                        'record -s 1: at least fio\'s %d records per role' % ios, str(recs))
-        elif no_module_btf:
+        elif no_btf:
             # `record` needs the target's hooks: on 5.10 it must fail, saying which did not attach.
             said = ' '.join(tail)
             self.check(rc not in ('none', '0') and 'did not attach' in said and 'nvmet_req_init' in said,

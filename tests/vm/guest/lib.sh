@@ -28,6 +28,10 @@ mark() { echo "$1 $(now)" >>"$R/timings.txt"; echo "== $1 at $(now)s"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() { fail "$*"; finish; }
 conf() { echo "$1=$2" >>"$R/scenario.env"; } # what was configured, for the host checks
+# True when loaded module MODULE has no BTF of its own (kernels before 5.11, without
+# CONFIG_DEBUG_INFO_BTF_MODULES): the hooks that read nvmet's or the transports' types cannot
+# load there, so `record`, `top` and the forced fentry/kprobe mechanisms are named skips.
+no_module_btf() { [ -e /sys/kernel/btf/vmlinux ] && [ -d "/sys/module/$1" ] && [ ! -e "/sys/kernel/btf/$1" ]; }
 
 load_modules() {
 	local m
