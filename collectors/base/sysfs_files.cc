@@ -49,9 +49,16 @@ bool PreadAll(int fd, std::string* out, int* error) {
 
 }  // namespace
 
-SysfsFiles::Dir* SysfsFiles::Look(const std::string& path) {
+SysfsFiles::Dir* SysfsFiles::Look(const std::string& path, bool fresh) {
   auto it = dirs_.find(path);
-  if (it != dirs_.end() && it->second.looked == scrape_) return &it->second;
+  if (it != dirs_.end() && it->second.looked == scrape_) {
+    Dir& dir = it->second;
+    if (!fresh || dir.listed == scrape_) return &dir;
+    if (Relist(dir)) return &dir;
+    Close(dir);
+    dirs_.erase(it);
+    return nullptr;
+  }
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     if (it != dirs_.end()) {
@@ -75,7 +82,8 @@ SysfsFiles::Dir* SysfsFiles::Look(const std::string& path) {
     dir.ino = st.st_ino;
     dir.trusted = false;
   }
-  if (dir.trusted && SameTime(dir.mtime, st.st_mtim) && SameTime(dir.ctime, st.st_ctim)) {
+  if (dir.trusted && !fresh && SameTime(dir.mtime, st.st_mtim) && SameTime(dir.ctime, st.st_ctim) &&
+      std::chrono::steady_clock::now() - dir.listed_at < max_age_) {
     return &dir;
   }
   dir.mtime = st.st_mtim;
@@ -93,6 +101,8 @@ SysfsFiles::Dir* SysfsFiles::Look(const std::string& path) {
 
 bool SysfsFiles::Relist(Dir& dir) {
   ++listings_;
+  dir.listed = scrape_;
+  dir.listed_at = std::chrono::steady_clock::now();
   if (listing_.empty()) listing_.resize(32 * 1024);
   if (::lseek(dir.fd.get(), 0, SEEK_SET) != 0) return false;
   std::vector<std::pair<std::string, ino_t>> names;
@@ -133,7 +143,7 @@ SysfsFiles::File* SysfsFiles::Find(Dir& dir, std::string_view name) {
   return it != dir.files.end() && it->name == name ? &*it : nullptr;
 }
 
-bool SysfsFiles::Read(Dir& dir, File& file, std::string* out) {
+bool SysfsFiles::Read(Dir& dir, File& file, std::string* out, bool keep) {
   int error = 0;
   if (file.fd.valid()) {
     if (PreadAll(file.fd.get(), out, &error)) return true;
@@ -144,7 +154,8 @@ bool SysfsFiles::Read(Dir& dir, File& file, std::string* out) {
   UniqueFd fresh(::openat(dir.fd.get(), file.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fresh.valid()) return false;
   const bool ok = PreadAll(fresh.get(), out, &error);
-  if ((ok || (error != ENODEV && error != ENOENT && error != EISDIR)) && open_ < max_open_) {
+  if (keep && (ok || (error != ENODEV && error != ENOENT && error != EISDIR)) &&
+      open_ < max_open_) {
     file.fd = std::move(fresh);
     ++open_;
   }
@@ -168,7 +179,7 @@ std::optional<SysfsFiles::Counters> SysfsFiles::ReadCounters(const std::string& 
 
 std::vector<std::string> SysfsFiles::List(const std::string& path) {
   std::vector<std::string> names;
-  if (Dir* dir = Look(path)) {
+  if (Dir* dir = Look(path, /*fresh=*/true)) {
     names.reserve(dir->files.size());
     for (const File& file : dir->files) names.push_back(file.name);
   }
@@ -178,8 +189,16 @@ std::vector<std::string> SysfsFiles::List(const std::string& path) {
 std::optional<std::string> SysfsFiles::ReadAttribute(const std::string& path,
                                                      std::string_view name) {
   Dir* dir = Look(path);
-  File* file = dir ? Find(*dir, name) : nullptr;
-  if (!file || !Read(*dir, *file, &text_) || text_.size() > kMaxBytes) return std::nullopt;
+  if (!dir) return std::nullopt;
+  File* file = Find(*dir, name);
+  if (!file) {  // not in the kept listing: maybe added since (not kept until listed)
+    File unlisted{std::string(name), 0, {}};
+    if (!Read(*dir, unlisted, &text_, /*keep=*/false) || text_.size() > kMaxBytes) {
+      return std::nullopt;
+    }
+    return std::string(TrimAttribute(text_));
+  }
+  if (!Read(*dir, *file, &text_) || text_.size() > kMaxBytes) return std::nullopt;
   return std::string(TrimAttribute(text_));
 }
 

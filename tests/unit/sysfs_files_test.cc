@@ -172,8 +172,9 @@ TEST_F(SysfsFilesTest, DirectoryReplacedByRename) {
   EXPECT_EQ(files.open_files(), 2u);
 }
 
-// A directory is listed once per scrape at most, and not again while its stat is unchanged and
-// older than the racy window (here 0 s; the filesystem's clock ticks are waited out).
+// A directory is listed once per scrape at most, and for counters and attributes not again
+// while its stat is unchanged, older than the racy window (here 0 s; the filesystem's clock
+// ticks are waited out) and the listing younger than max_age. List lists every scrape.
 TEST_F(SysfsFilesTest, ListedAgainOnlyWhenChanged) {
   Put("a", "1\n");
   SysfsFiles files(SysfsFiles::kMaxOpenFiles, std::chrono::nanoseconds(0));
@@ -181,29 +182,51 @@ TEST_F(SysfsFilesTest, ListedAgainOnlyWhenChanged) {
   std::this_thread::sleep_for(tick);
   EXPECT_EQ(Value(files, "a"), 1u);
   EXPECT_EQ(files.ReadAttribute(dir_, "a"), "1");
-  EXPECT_EQ(files.List(dir_).size(), 1u);
   EXPECT_EQ(files.listings(), 1u);
   files.Sweep();
   Put("a", "2\n");  // in place: no change to the directory, and the kept fd reads the value
   EXPECT_EQ(Value(files, "a"), 2u);
   EXPECT_EQ(files.listings(), 1u);
+  EXPECT_EQ(files.List(dir_).size(), 1u);  // afresh, once per scrape
+  EXPECT_EQ(files.List(dir_).size(), 1u);
+  EXPECT_EQ(files.listings(), 2u);
   files.Sweep();
   std::this_thread::sleep_for(tick);
   Put("b", "3\n");  // a new file changes the directory's mtime: listed again
   EXPECT_EQ(Value(files, "b"), 3u);
-  EXPECT_EQ(files.listings(), 2u);
+  EXPECT_EQ(files.listings(), 3u);
   files.Sweep();
   std::this_thread::sleep_for(tick);
   Replace("a", "4\n");
   EXPECT_EQ(Value(files, "a"), 4u);
-  EXPECT_EQ(files.listings(), 3u);
-  // With the default window a directory changed within the last 2 s is listed every scrape.
+  EXPECT_EQ(files.listings(), 4u);
+  // With the default window a directory changed within the last 2 s is listed every scrape;
+  // with max_age 0, every directory is.
   SysfsFiles fresh;
+  SysfsFiles aged(SysfsFiles::kMaxOpenFiles, std::chrono::nanoseconds(0),
+                  std::chrono::nanoseconds(0));
+  std::this_thread::sleep_for(tick);
   for (int round = 0; round < 3; ++round) {
     EXPECT_EQ(Value(fresh, "a"), 4u);
+    EXPECT_EQ(Value(aged, "a"), 4u);
     fresh.Sweep();
+    aged.Sweep();
   }
   EXPECT_EQ(fresh.listings(), 3u);
+  EXPECT_EQ(aged.listings(), 3u);
+}
+
+// An attribute the kept listing does not have is read all the same (sysfs does not always move
+// a directory's mtime when an entry is added), and not kept until a listing has it.
+TEST_F(SysfsFilesTest, AttributeNotInTheListingIsReadAnyway) {
+  Put("a", "1\n");
+  SysfsFiles files(SysfsFiles::kMaxOpenFiles, std::chrono::nanoseconds(0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(files.ReadAttribute(dir_, "a"), "1");
+  Put("late", "7\n");  // the same scrape: the directory is not looked at again
+  EXPECT_EQ(files.ReadAttribute(dir_, "late"), "7");
+  EXPECT_EQ(files.open_files(), 2u);  // the directory and "a"
+  EXPECT_FALSE(files.ReadAttribute(dir_, "absent"));
 }
 
 TEST_F(SysfsFilesTest, SweepClosesDirectoriesNotRead) {
