@@ -63,14 +63,17 @@ struct Scraper::Slot {
   std::condition_variable cv;
   bool stopping = false;
   bool running = false;
-  bool has_worker = false;             // the slot's worker thread exists
-  bool requested = false;              // a run is asked of the worker and not yet begun
-  bool overdue = false;                // the run in flight has missed some scrape's deadline
-  Clock::time_point started{};         // of the run in flight
-  std::uint64_t finished = 0;          // runs finished so far
-  std::shared_ptr<const Result> last;  // the last finished run's result
-  std::uint64_t timeouts = 0;          // scrapes that reported this collector as timed out
-  std::uint64_t sanitized = 0;         // label values sanitized by all finished runs
+  bool has_worker = false;       // the slot's worker thread exists
+  bool requested = false;        // a run is asked of the worker and not yet begun
+  bool overdue = false;          // the run in flight has missed some scrape's deadline
+  Clock::time_point started{};   // of the run in flight
+  std::uint64_t finished = 0;    // runs finished so far
+  std::shared_ptr<Result> last;  // the last finished run's result
+  // Scrapes that will read `last` (their run finished or not): the last of them takes the
+  // result instead of copying it (CollectAll).
+  std::uint64_t readers = 0;
+  std::uint64_t timeouts = 0;   // scrapes that reported this collector as timed out
+  std::uint64_t sanitized = 0;  // label values sanitized by all finished runs
 };
 
 namespace {
@@ -96,7 +99,7 @@ void Work(std::shared_ptr<Scraper::Slot> slot) {
     }
     slot->requested = false;
     lock.unlock();
-    auto result = std::make_shared<const Result>(RunOne(*slot->collector));
+    auto result = std::make_shared<Result>(RunOne(*slot->collector));
     lock.lock();
     if (slot->overdue) {
       LogWarn("collector returned after its scrape deadline",
@@ -243,7 +246,10 @@ MetricSink Scraper::CollectAll(Duration timeout) {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.stopping) continue;
     if (s.running && s.overdue) continue;  // stuck since an earlier scrape: do not pile up
-    if (s.running || StartRun(slots_[i])) wait_for[i] = s.finished + 1;
+    if (s.running || StartRun(slots_[i])) {
+      wait_for[i] = s.finished + 1;
+      ++s.readers;
+    }
   }
 
   MetricSink out;
@@ -253,16 +259,32 @@ MetricSink Scraper::CollectAll(Duration timeout) {
   MetricSink self;
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = *slots_[i];
-    std::shared_ptr<const Result> r;
-    double seconds = 0;
+    // This scrape's share of the run it waited for: the series (taken by the last scrape that
+    // reads the result, copied by the others under the slot's lock, before they let go of it,
+    // so the taker's move happens after every copy), and what the self-metrics report.
+    std::shared_ptr<Result> taken;
+    MetricSink copy;
+    bool got = false, ok = false;
+    double seconds = 0, skipped = 0;
     std::uint64_t timeouts = 0, sanitized = 0;
     {
       std::unique_lock<std::mutex> lock(s.mu);
       if (wait_for[i] != 0) {
         s.cv.wait_until(lock, deadline, [&] { return s.finished >= wait_for[i] || s.stopping; });
-        if (s.finished >= wait_for[i]) r = s.last;
+        const bool last_reader = --s.readers == 0;
+        if (s.finished >= wait_for[i] && s.last) {
+          got = true;
+          ok = s.last->ok;
+          seconds = s.last->seconds;
+          skipped = static_cast<double>(s.last->sink.skipped());
+          if (last_reader) {
+            taken = std::move(s.last);
+          } else {
+            copy = MetricSink(s.last->sink);
+          }
+        }
       }
-      if (!r && s.running) {
+      if (!got && s.running) {
         if (!s.overdue && !s.stopping) {
           LogWarn(
               "collector missed the scrape deadline; its series are left out until it returns",
@@ -279,14 +301,14 @@ MetricSink Scraper::CollectAll(Duration timeout) {
     const Labels labels = {{"collector", s.name}};
     self.Gauge("nvmeof_exporter_collector_success",
                "1 if the collector's source was read this scrape, 0 if it failed or timed out.",
-               labels, r && r->ok ? 1 : 0);
+               labels, got && ok ? 1 : 0);
     self.Gauge("nvmeof_exporter_collector_duration_seconds",
                "Time the collector took this scrape (if it timed out: how long its run has taken "
                "so far).",
-               labels, r ? r->seconds : seconds);
+               labels, seconds);
     self.Gauge("nvmeof_exporter_collector_skipped_series",
                "Series the collector skipped this scrape: unreadable or malformed source values.",
-               labels, r ? static_cast<double>(r->sink.skipped()) : 0);
+               labels, skipped);
     self.Counter("nvmeof_exporter_collector_timeouts_total",
                  "Scrapes that left the collector out because it missed the scrape deadline or "
                  "was still running from an earlier scrape.",
@@ -295,8 +317,11 @@ MetricSink Scraper::CollectAll(Duration timeout) {
                  "Label values the exporter changed to serve them: invalid UTF-8, control "
                  "characters or longer than 1024 bytes.",
                  labels, static_cast<double>(sanitized));
-    // Concurrent scrapes may share one run's result, so each appends a copy.
-    if (r) out.Append(MetricSink(r->sink));
+    if (taken) {
+      out.Append(std::move(taken->sink));  // no other scrape reads it any more
+    } else if (got) {
+      out.Append(std::move(copy));
+    }
   }
   if (self_metrics_) self_metrics_(self);
   out.Append(std::move(self));

@@ -219,6 +219,29 @@ TEST(ScraperDeadline, ConcurrentScrapesShareOneRun) {
   EXPECT_EQ(f.blocking->runs, 1);
 }
 
+// Scrapes that wait for one run share its series: the last to read the result takes it, the
+// others copy it, and every one serves it whole.
+TEST(ScraperDeadline, ScrapesWaitingForOneRunAllServeItsSeries) {
+  auto blocking = std::make_shared<BlockingCollector>();
+  Scraper scraper({blocking});
+  std::vector<std::future<MetricSink>> scrapes;
+  for (int i = 0; i < 6; ++i) {
+    scrapes.push_back(std::async(std::launch::async, [&] { return scraper.CollectAll(20s); }));
+  }
+  while (blocking->runs == 0) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(50ms);  // the other scrapes reach the wait for the same run
+  blocking->Release();
+  for (auto& s : scrapes) {
+    auto sink = s.get();
+    EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_success", {{"collector", "blocking"}}), 1);
+    EXPECT_EQ(Value(sink, "nvmeof_test_blocking"), 1);
+  }
+  // And the next scrape runs the collector again: a taken result is never served twice.
+  auto next = scraper.CollectAll(20s);
+  EXPECT_EQ(Value(next, "nvmeof_test_blocking"), 1);
+  EXPECT_GE(blocking->runs, 2);
+}
+
 TEST(ScraperDeadline, ShutdownReleasesWaitingScrapes) {
   Fixture f;
   auto scrape = std::async(std::launch::async, [&] { return f.scraper->CollectAll(30s); });
