@@ -95,7 +95,7 @@ class KernelLifecycleSource : public LifecycleSource {
         LogInfo("module unloaded: lifecycle eBPF hooks released", Kv("module", m));
         continue;  // `gone` detaches here, outside the lock
       }
-      if (it != instances_.end() || !loaded) continue;
+      if (it != instances_.end() || !loaded || watcher_.stopping()) continue;
       lock.unlock();
       Instance inst = Attach(m);
       lock.lock();

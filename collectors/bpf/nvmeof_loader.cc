@@ -258,7 +258,7 @@ class KernelNvmeofSource : public NvmeofSource {
     // finds the variants that work.
     AttachPlan plan = PlanNvmeof(paths_, options_, btf_path_, forced_, attached,
                                  /*trial_loads=*/false, group, used_, in_block_);
-    if (plan.Programs().empty()) return plan;
+    if (plan.Programs().empty() || watcher_.stopping()) return plan;
     std::string error;
     Skeleton<nvmeof_bpf> skel = Load(plan, &error);
     if (!skel) {
