@@ -236,6 +236,56 @@ void Scraper::Shutdown() {
   }
 }
 
+namespace {
+
+// This scrape's share of the run of slot `s` it waited for (wait_for: the run's number, 0 for
+// none): the series, taken by the last scrape that reads the result and copied by the others
+// under the slot's lock before they let go of it, so the taker's move happens after every
+// copy; and what the self-metrics report. A run past the deadline is marked overdue.
+struct Share {
+  std::shared_ptr<Result> taken;
+  MetricSink copy;
+  bool got = false, ok = false;
+  double seconds = 0, skipped = 0;
+  std::uint64_t timeouts = 0, sanitized = 0;
+};
+
+Share ShareOf(Scraper::Slot& s, std::uint64_t wait_for, Clock::time_point deadline,
+              Scraper::Duration timeout) {
+  Share share;
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (wait_for != 0) {
+    s.cv.wait_until(lock, deadline, [&] { return s.finished >= wait_for || s.stopping; });
+    const bool last_reader = --s.readers == 0;
+    if (s.finished >= wait_for && s.last) {
+      share.got = true;
+      share.ok = s.last->ok;
+      share.seconds = s.last->seconds;
+      share.skipped = static_cast<double>(s.last->sink.skipped());
+      if (last_reader) {
+        share.taken = std::move(s.last);
+      } else {
+        share.copy = MetricSink(s.last->sink);
+      }
+    }
+  }
+  if (!share.got && s.running) {
+    if (!s.overdue && !s.stopping) {
+      LogWarn("collector missed the scrape deadline; its series are left out until it returns",
+              Kv("collector", s.name) + " " +
+                  Kv("timeout_seconds", Seconds(std::chrono::duration<double>(timeout).count())));
+    }
+    s.overdue = true;
+    ++s.timeouts;
+    share.seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
+  }
+  share.timeouts = s.timeouts;
+  share.sanitized = s.sanitized;
+  return share;
+}
+
+}  // namespace
+
 MetricSink Scraper::CollectAll(Duration timeout) {
   const auto deadline = Clock::now() + timeout;
   // What this scrape waits for from each slot: the run that finishes as the `wait_for`-th.
@@ -259,68 +309,30 @@ MetricSink Scraper::CollectAll(Duration timeout) {
   MetricSink self;
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = *slots_[i];
-    // This scrape's share of the run it waited for: the series (taken by the last scrape that
-    // reads the result, copied by the others under the slot's lock, before they let go of it,
-    // so the taker's move happens after every copy), and what the self-metrics report.
-    std::shared_ptr<Result> taken;
-    MetricSink copy;
-    bool got = false, ok = false;
-    double seconds = 0, skipped = 0;
-    std::uint64_t timeouts = 0, sanitized = 0;
-    {
-      std::unique_lock<std::mutex> lock(s.mu);
-      if (wait_for[i] != 0) {
-        s.cv.wait_until(lock, deadline, [&] { return s.finished >= wait_for[i] || s.stopping; });
-        const bool last_reader = --s.readers == 0;
-        if (s.finished >= wait_for[i] && s.last) {
-          got = true;
-          ok = s.last->ok;
-          seconds = s.last->seconds;
-          skipped = static_cast<double>(s.last->sink.skipped());
-          if (last_reader) {
-            taken = std::move(s.last);
-          } else {
-            copy = MetricSink(s.last->sink);
-          }
-        }
-      }
-      if (!got && s.running) {
-        if (!s.overdue && !s.stopping) {
-          LogWarn(
-              "collector missed the scrape deadline; its series are left out until it returns",
-              Kv("collector", s.name) + " " +
-                  Kv("timeout_seconds", Seconds(std::chrono::duration<double>(timeout).count())));
-        }
-        s.overdue = true;
-        ++s.timeouts;
-        seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
-      }
-      timeouts = s.timeouts;
-      sanitized = s.sanitized;
-    }
+    Share share = ShareOf(s, wait_for[i], deadline, timeout);
     const Labels labels = {{"collector", s.name}};
     self.Gauge("nvmeof_exporter_collector_success",
                "1 if the collector's source was read this scrape, 0 if it failed or timed out.",
-               labels, got && ok ? 1 : 0);
+               labels, share.got && share.ok ? 1 : 0);
     self.Gauge("nvmeof_exporter_collector_duration_seconds",
                "Time the collector took this scrape (if it timed out: how long its run has taken "
                "so far).",
-               labels, seconds);
+               labels, share.seconds);
     self.Gauge("nvmeof_exporter_collector_skipped_series",
                "Series the collector skipped this scrape: unreadable or malformed source values.",
-               labels, skipped);
+               labels, share.skipped);
     self.Counter("nvmeof_exporter_collector_timeouts_total",
                  "Scrapes that left the collector out because it missed the scrape deadline or "
                  "was still running from an earlier scrape.",
-                 labels, static_cast<double>(timeouts));
+                 labels, static_cast<double>(share.timeouts));
     self.Counter("nvmeof_exporter_label_values_sanitized_total",
                  "Label values the exporter changed to serve them: invalid UTF-8, control "
                  "characters or longer than 1024 bytes.",
-                 labels, static_cast<double>(sanitized));
-    if (taken) {
-      out.Append(std::move(taken->sink));  // no other scrape reads it any more
-    } else if (got) {
-      out.Append(std::move(copy));
+                 labels, static_cast<double>(share.sanitized));
+    if (share.taken) {
+      out.Append(std::move(share.taken->sink));  // no other scrape reads it any more
+    } else if (share.got) {
+      out.Append(std::move(share.copy));
     }
   }
   if (self_metrics_) self_metrics_(self);

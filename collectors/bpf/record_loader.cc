@@ -223,6 +223,19 @@ class KernelRecordSource : public RecordSource {
   const std::function<void(const nvmeof_record&)>* fn_ = nullptr;
 };
 
+// Why a plan attaches nothing: a loaded module whose frame hook could not attach says why
+// (5.10: no module BTF); else the modules are not loaded.
+std::string NoHookAttached(const AttachPlan& plan) {
+  for (const std::string_view frame : {"nvmet_req_init", "nvme_setup_cmd"}) {
+    const HookPlan* h = plan.Find(frame);
+    if (h && h->waiting.empty() && !h->rejected.empty()) {
+      return "no NVMe host or target hook attached: " + std::string(frame) + " did not attach (" +
+             h->rejected.back().second + ")";
+    }
+  }
+  return "no NVMe host or target hook to attach (modules nvme_core / nvmet not loaded?)";
+}
+
 }  // namespace
 
 RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOptions& options) {
@@ -280,18 +293,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
     return load;
   }
   if (load.plan.Programs().empty()) {
-    // A loaded module whose frame hook could not attach says why (5.10: no module BTF).
-    std::string why =
-        "no NVMe host or target hook to attach (modules nvme_core / nvmet not loaded?)";
-    for (const std::string_view frame : {"nvmet_req_init", "nvme_setup_cmd"}) {
-      const HookPlan* h = load.plan.Find(frame);
-      if (h && h->waiting.empty() && !h->rejected.empty()) {
-        why = "no NVMe host or target hook attached: " + std::string(frame) + " did not attach (" +
-              h->rejected.back().second + ")";
-        break;
-      }
-    }
-    load.availability = {false, "required_hook_missing", why};
+    load.availability = {false, "required_hook_missing", NoHookAttached(load.plan)};
     return load;
   }
   // Target commands end at the response-sent point only where that hook is attached.
