@@ -192,12 +192,13 @@ def tool_threads(d, ios):
 
 def stats(d, paths):
     """Per program: instructions per run and per I/O (randread; `stats`: the exporter at its
-    default, `stats1`: at 1 in 1, `recstats`: `record -s 8`)."""
+    default, `stats1`: at 1 in 1, `stats0`: with no command sampled, `recstats`: `record -s 8`)."""
     ios = None
     for line in open(os.path.join(d, 'scenario.env')):
         if line.startswith('IOS='):
             ios = int(line.split('=', 1)[1]) + WARMUP_IOS
     for tag, what in (('stats', 'exporter at its default'), ('stats1', 'exporter at 1 in 1'),
+                      ('stats0', 'exporter with no command sampled'),
                       ('recstats', '`record -s 8`')):
         for p in paths:
             stats_table(d, tag, what, p, ios * tries(d, tag, p))

@@ -15,6 +15,7 @@
 #   stats                the exporter at its default with kernel.bpf_stats_enabled: each
 #                        program's run_time_ns (instructions under icount) and run_cnt
 #   stats1               the same at sample_every 1 (what a sampled command costs, by program)
+#   stats0               the same with no command sampled (sample_every 1000000: the floor)
 #   recstats             `record -s 8 --role=both` with kernel.bpf_stats_enabled, the same way
 # Writes icount.txt: "MODE PATH RW IOS LAT_NS_MEAN" lines, and stats*-*.json (bpftool prog).
 # ICOUNT_PATHS, ICOUNT_RWS and ICOUNT_MODES narrow it (the CI gate runs tcp randread only).
@@ -26,8 +27,8 @@ PATHS=${ICOUNT_PATHS:-null tcp rdma}
 RWS=${ICOUNT_RWS:-randread randwrite}
 MODES=${ICOUNT_MODES:-none s1 default s8 s64 record biolatency none2 stats}
 conf IOS "$IOS"
-# stats, stats1 and recstats run randread only, once per path
-STATS_MODES='^\(stats1*\|recstats\)$'
+# stats, stats1, stats0 and recstats run randread only, once per path
+STATS_MODES='^\(stats[01]*\|recstats\)$'
 conf MODES "$(echo $MODES | tr ' ' '\n' | grep -v "$STATS_MODES" | tr '\n' ' ')"
 conf RUNS_PER_MODE $(($(echo $PATHS | wc -w) * $(echo $RWS | wc -w)))
 conf STATS_RUNS $(($(echo $PATHS | wc -w) * $(echo $MODES | tr ' ' '\n' | grep -c "$STATS_MODES")))
@@ -149,11 +150,12 @@ for mode in $MODES; do
 			$EXPORTER record --role=both -s 8 -o /tmp/icount.rec
 		sysctl -w kernel.bpf_stats_enabled=0 >/dev/null ;;
 	biolatency) with_tool biolatency "$R/biolatency.log" prog:block_rq_comp /usr/sbin/biolatency ;;
-	stats | stats1)
+	stats | stats1 | stats0)
 		sysctl -w kernel.bpf_stats_enabled=1 >/dev/null
 		tag=$mode
 		printf 'bpf:\n  mechanism: auto\n' >/tmp/icount.yml
 		[ $mode = stats1 ] && printf '  sample_every: 1\n' >>/tmp/icount.yml
+		[ $mode = stats0 ] && printf '  sample_every: 1000000\n' >>/tmp/icount.yml
 		EXPORTER_ARGS="--config.file=/tmp/icount.yml --collector.bpf" start_exporter || die "exporter stats"
 		TOOL_PID=$EXPORTER_PID
 		stats_paths $tag
