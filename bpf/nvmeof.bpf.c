@@ -37,6 +37,9 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the exporter before load. */
 const volatile __u64 sample_limit = ~0ULL; /* time 1 in N commands (sample.h) */
+/* The transport tier is on (bpf.transport_stages): only then are the target's receive hooks
+ * attached, so only then does on_init take their stashes (two map lookups a command less). */
+const volatile bool transport_stages = false;
 
 /* Exact command counts per series (kind NVMEOF_KIND_COMMANDS): apart from nv_hists, so that a
  * count costs 8 bytes per CPU, not a histogram's 1,760. */
@@ -128,7 +131,7 @@ static __always_inline void count_command(union count_key* k, __u64 name, bool n
   char* dst;
   struct nvmeof_hist* z;
   __u32 zero = 0;
-  c = count_slot(&nv_count_slots, k->w, 3);
+  c = count_slot(&nv_count_slots, k->w, 2); /* w[2] is 0 in every count key (count_key) */
   if (!c) c = bpf_map_lookup_elem(&nv_commands, &k->s);
   if (c) {
     *c += 1;
@@ -213,10 +216,13 @@ static __always_inline void on_tcp_arrival(__u64 sq) {
 static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
                                     bool direct) {
   struct nvmeof_inflight e = {};
-  __u64 recv = recv_take(nv_slot(NV_RECV_SLOT)), now;
+  __u64 recv = 0, now;
   struct cmd c;
   if (!id || !sq || NVMEOF_READ(direct, sq, qid) == 0) return; /* 0: admin */
-  if (!recv) recv = arrival_take(&nv_arrivals, as_id(sq, direct));
+  if (transport_stages) {
+    recv = recv_take(nv_slot(NV_RECV_SLOT));
+    if (!recv) recv = arrival_take(&nv_arrivals, as_id(sq, direct));
+  }
   if (!target_sampled(req, id, direct, &c)) return;
   now = bpf_ktime_get_ns();
   e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);

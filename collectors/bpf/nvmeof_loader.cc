@@ -34,6 +34,7 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
   skel->rodata->sample_limit = nvmeof_sample_limit(bpf.sample_every);
   skel->rodata->size_classes = bpf.size_classes;
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
+  skel->rodata->transport_stages = bpf.transport_stages;
   SetNvmetTracepointFields(paths, skel.get());
   skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);
   SizeNvmeofStageMaps(skel->obj, bpf);
