@@ -218,6 +218,25 @@ int BPF_PROG(nvf_iss_raw_tp, struct request* rq) {
   return 0;
 }
 
+/* complete, where the kernel ends its own accounting (6.5+): block:block_io_done fires in
+ * blk_account_io_done(), once per request, after the bio completions (direct I/O and aio
+ * completion, the waiter's wakeup) that follow block_rq_complete, with the same clock reading
+ * /proc/diskstats and iostat's await end at. So end to end here is the kernel's own window
+ * (rq->start_time_ns to accounted done), not a part of it. The kernel skips it for requests
+ * it does not account (queue/iostats 0, no I/O scheduler): the loader plans it only where
+ * every disk has iostats on (collectors/bpf/block.cc). ~0U: no partial completions here. */
+SEC("tp_btf/block_io_done")
+int BPF_PROG(nvf_done_tp_btf, struct request* rq) {
+  on_complete(rq, ~0U, true);
+  return 0;
+}
+
+SEC("raw_tp/block_io_done")
+int BPF_PROG(nvf_done_raw_tp, struct request* rq) {
+  on_complete(rq, ~0U, false);
+  return 0;
+}
+
 /* complete: block:block_rq_complete fires in blk_update_request() and, for batched
  * completions, in blk_complete_request() (inlined; not reachable by fentry/kprobe). */
 SEC("fentry/blk_update_request")

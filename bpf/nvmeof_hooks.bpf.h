@@ -185,6 +185,19 @@ static __always_inline void on_rq_end(struct request* rq, __u32 nr_bytes, bool d
   if (nr_bytes >= NVMEOF_READ(direct, rq, __data_len)) on_end(rq, direct);
 }
 
+/* At the kernel's accounted done (6.5+; block.bpf.c's nvf_done_tp_btf says why). */
+SEC("tp_btf/block_io_done")
+int BPF_PROG(nv_end_done_tp_btf, struct request* rq) {
+  if (rq) on_end(rq, true);
+  return 0;
+}
+
+SEC("raw_tp/block_io_done")
+int BPF_PROG(nv_end_done_raw_tp, struct request* rq) {
+  on_end(rq, false);
+  return 0;
+}
+
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(nv_end_tp_btf, struct request* rq, blk_status_t error, unsigned int nr_bytes) {
   if (rq) on_rq_end(rq, nr_bytes, true);

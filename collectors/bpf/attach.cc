@@ -78,7 +78,8 @@ AttachPlan PlanAttach(const std::vector<HookSpec>& hooks, std::optional<Mechanis
       }
       // A variant that needs a kfunc is a cheaper form of the same mechanism's next one, which
       // says whatever else is wrong: its refusal (e.g. a kernel before 6.2) is no finding.
-      if (v.kfunc.empty()) hp.rejected.emplace_back(v.mechanism, std::move(why));
+      // So is a kernel without an `accounted` variant's tracepoint (KernelProber logs why).
+      if (v.kfunc.empty() && !v.accounted) hp.rejected.emplace_back(v.mechanism, std::move(why));
     }
     if (!hp.chosen && forced && hp.rejected.empty()) {
       hp.rejected.emplace_back(*forced, "hook has no such variant");
@@ -169,6 +170,9 @@ void PrintProbe(const Availability& availability, const AttachPlan& plan, std::o
       << "NOTES\n";
   for (const auto& h : plan.hooks) {
     std::string notes = h.tier_off ? "off: bpf.transport_stages is false" : h.waiting;
+    if (h.chosen && h.chosen->accounted && !h.tier_off) {
+      notes = "at " + std::string(h.chosen->target) + " (the kernel's accounted done)";
+    }
     for (const auto& [m, why] : h.rejected) {
       if (!notes.empty()) notes += "; ";
       notes += std::string(MechanismName(m)) + ": " + why;

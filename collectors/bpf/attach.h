@@ -37,6 +37,10 @@ struct Variant {
   // tracepoint: the record's fields the program reads ("ctrl,qid,cid"): the variant needs each
   // in the event's format file.
   std::string_view fields = "";
+  // A more exact point for the same hook that only some kernels have (block_io_done, 6.5+): a
+  // kernel without it is no finding, the next variant serves. It fires only for requests the
+  // kernel accounts, so it is planned only while every blk-mq disk has queue/iostats on.
+  bool accounted = false;
 };
 
 // A point in the kernel a collector needs to see. Variants are in preference order: most

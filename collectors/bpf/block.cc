@@ -23,7 +23,17 @@ const std::vector<HookSpec>& BlockHooks() {
       {.name = kHookBlockComplete,
        .required = true,
        .module = "",
-       .variants = {{Mechanism::kTpBtf, "block_rq_complete", "nvf_cpl_tp_btf"},
+       // block_io_done (6.5+) where the kernel ends its own accounting, else block_rq_complete
+       // (bpf/block.bpf.c says why).
+       .variants = {{.mechanism = Mechanism::kTpBtf,
+                     .target = "block_io_done",
+                     .program = "nvf_done_tp_btf",
+                     .accounted = true},
+                    {.mechanism = Mechanism::kRawTp,
+                     .target = "block_io_done",
+                     .program = "nvf_done_raw_tp",
+                     .accounted = true},
+                    {Mechanism::kTpBtf, "block_rq_complete", "nvf_cpl_tp_btf"},
                     {Mechanism::kRawTp, "block_rq_complete", "nvf_cpl_raw_tp"},
                     {Mechanism::kFentry, "blk_update_request", "nvf_cpl_fentry"},
                     {Mechanism::kKprobe, "blk_update_request", "nvf_cpl_kprobe"}}},

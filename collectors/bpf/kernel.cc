@@ -225,8 +225,40 @@ bool KernelProber::KallsymsHas(std::string_view symbol) {
   return kallsyms_.count(std::string(symbol)) != 0;
 }
 
+namespace {
+
+// A blk-mq disk (one with requests: <sysfs>/block/D/mq) whose queue/iostats is 0, if any: the
+// kernel neither accounts its requests nor fires block_io_done for them (6.5+:
+// __blk_mq_end_request() reads the clock and accounts only with RQF_IO_STAT, RQF_STATS or a
+// scheduler).
+std::optional<std::string> DiskWithoutIostats(const std::string& sysfs) {
+  for (const auto& disk : ListDir(sysfs + "/block")) {
+    const std::string dir = sysfs + "/block/" + disk;
+    if (IsDir(dir + "/mq") && ReadU64(dir + "/queue/iostats") == 0u) return disk;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
   std::string target(v.target);
+  if (v.accounted) {  // a kernel without it is no finding (PlanAttach): the reason is logged
+    std::string why;
+    struct btf* b = Btf("");
+    if (!b) {
+      why = "no kernel BTF to find tracepoint " + target + " in";
+    } else if (btf__find_by_name_kind(b, ("btf_trace_" + target).c_str(), BTF_KIND_TYPEDEF) < 0) {
+      why = "tracepoint " + target + " not in BTF (Linux 6.5+)";
+    } else if (auto disk = DiskWithoutIostats(paths_.sysfs)) {
+      why = "queue/iostats is 0 on " + *disk + ": the kernel skips " + target + " for its requests";
+    }
+    if (!why.empty()) {
+      LogInfo("eBPF hook ends at the next variant's point",
+              Kv("hook", hook.name) + " " + Kv("variant", v.program) + " " + Kv("why", why));
+      return why;
+    }
+  }
   if (!v.kfunc.empty()) {
     struct btf* b = Btf("");
     if (!b) return "no kernel BTF";

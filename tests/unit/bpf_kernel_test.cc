@@ -16,6 +16,7 @@
 #include "collectors/bpf.h"
 #include "collectors/bpf/kernel.h"
 #include "collectors/registry.h"
+#include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 
 namespace nvmeof {
@@ -234,6 +235,47 @@ TEST(KernelProber, VariantNeedsItsKfuncInTheKernelsBtf) {
   const Variant cast{Mechanism::kRawTp, "block_rq_complete", "p", "bpf_rdonly_cast"};
   EXPECT_EQ(prober.Probe(hook, cast), "");
   EXPECT_EQ(trials, 2);
+}
+
+// block_io_done (6.5+) is planned where the kernel's BTF has it and every blk-mq disk has
+// queue/iostats on: the kernel fires it only for the requests it accounts. Otherwise the prober
+// refuses it, before any trial load, and the next variant (block_rq_complete) serves.
+TEST(KernelProber, AccountedVariantNeedsItsTracepointAndIostats) {
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) GTEST_SKIP() << "no /sys/kernel/btf/vmlinux";
+  ScratchDir sysfs;
+  sysfs.Write("block/vda/mq/0/cpu_list", "0\n");
+  sysfs.Write("block/vda/queue/iostats", "1\n");
+  sysfs.Write("block/nvme0n1/queue/iostats", "0\n");  // bio-based (no mq/): no requests
+  std::filesystem::create_directories(sysfs.path() + "/kernel/btf");
+  std::filesystem::create_symlink("/sys/kernel/btf/vmlinux", sysfs.path() + "/kernel/btf/vmlinux");
+  int trials = 0;
+  Paths paths;
+  paths.sysfs = sysfs.path();
+  const HookSpec hook{.name = "h", .required = false, .module = "", .variants = {}};
+  const Variant absent{
+      .mechanism = Mechanism::kRawTp, .target = "no_such_event", .program = "p", .accounted = true};
+  const Variant done{
+      .mechanism = Mechanism::kRawTp, .target = "block_io_done", .program = "p", .accounted = true};
+  {
+    KernelProber prober(paths, [&](const Variant&, std::string*) { return ++trials, 0; });
+    EXPECT_EQ(prober.Probe(hook, absent), "tracepoint no_such_event not in BTF (Linux 6.5+)");
+    EXPECT_EQ(trials, 0);
+  }
+  struct btf* vmlinux = btf__load_vmlinux_btf();
+  const bool has_done =
+      vmlinux && btf__find_by_name_kind(vmlinux, "btf_trace_block_io_done", BTF_KIND_TYPEDEF) >= 0;
+  btf__free(vmlinux);
+  if (!has_done) GTEST_SKIP() << "kernel without block_io_done (before 6.5)";
+  {
+    KernelProber prober(paths, [&](const Variant&, std::string*) { return ++trials, 0; });
+    EXPECT_EQ(prober.Probe(hook, done), "");
+    EXPECT_EQ(trials, 1);
+  }
+  sysfs.Write("block/vda/queue/iostats", "0\n");
+  KernelProber prober(paths, [&](const Variant&, std::string*) { return ++trials, 0; });
+  EXPECT_EQ(prober.Probe(hook, done),
+            "queue/iostats is 0 on vda: the kernel skips block_io_done for its requests");
+  EXPECT_EQ(trials, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(BpfKernel, BpfKernelTest,
