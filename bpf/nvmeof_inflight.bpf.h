@@ -312,8 +312,14 @@ static __always_inline void nv_host_setup(struct request* rq, __u64 id, __u64 ta
   __u32 prefix = 0;
   if (!disk) return; /* admin and fabrics commands */
   if (any_disk) {
-    bpf_probe_read_kernel(&prefix, sizeof(prefix),
-                          (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
+    /* A plain load where the chain is BTF-typed (the verifier allows a load within one array
+     * member); a helper call costs about 85 instructions under icount, twice a sampled command
+     * (the host's path disk and the target's backing disk). */
+    if (direct && !bpf_core_field_exists(((struct request___old*)0)->rq_disk))
+      prefix = *(const __u32*)rq->q->disk->disk_name;
+    else
+      bpf_probe_read_kernel(&prefix, sizeof(prefix),
+                            (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
     if (prefix != ('n' | 'v' << 8 | 'm' << 16 | 'e' << 24)) return;
   }
   now = bpf_ktime_get_ns();
