@@ -1,12 +1,16 @@
 #include "collectors/bpf.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <optional>
 #include <regex>
+#include <set>
 
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/histogram.h"
+#include "collectors/kernel/block_queues.h"
 #include "collectors/kernel/nvmeof_names.h"
 #include "collectors/registry.h"
 
@@ -34,47 +38,6 @@ constexpr std::string_view kHelpLost =
     "did not fit, nvmeof_inflight_full = a sampled NVMe-oF command found the in-flight table "
     "full (untimed), nvmeof_map_full = a new NVMe-oF series did not fit, recursion = program "
     "runs the kernel skipped.";
-
-// One nvmeof_exporter_bpf_hook_attached per planned hook; attached only when `loaded`.
-void EmitHooks(const AttachPlan& plan, bool loaded, MetricSink& out) {
-  for (const auto& h : plan.hooks) {
-    out.Gauge("nvmeof_exporter_bpf_hook_attached",
-              "1 if the eBPF hook is attached, with the mechanism used (none if missing).",
-              {{"hook", std::string(h.hook->name)},
-               {"mechanism", std::string(h.chosen ? MechanismName(h.chosen->mechanism) : "none")},
-               {"required", h.hook->required ? "true" : "false"}},
-              h.chosen && loaded ? 1 : 0);
-  }
-}
-
-// Run counts and CPU time per program; only while BPF stats are on (else they stand still).
-void EmitMapSizes(std::string_view part, const std::vector<MapSize>& maps, MetricSink& out) {
-  for (const auto& m : maps) {
-    out.Gauge("nvmeof_exporter_bpf_map_bytes",
-              "Most memory an eBPF map can take: max_entries x (key + value x CPUs for per-CPU "
-              "maps). Reserved at load, except the histogram maps, which allocate per series; "
-              "charged to the memory cgroup.",
-              {{"part", std::string(part)}, {"map", m.name}}, static_cast<double>(m.bytes));
-    if (m.entries) {
-      out.Gauge("nvmeof_exporter_bpf_map_entries",
-                "Live entries of an eBPF map that allocates per series (histograms, counts); "
-                "each takes key + value x CPUs bytes.",
-                {{"part", std::string(part)}, {"map", m.name}}, static_cast<double>(*m.entries));
-    }
-  }
-}
-
-void EmitProgramRuns(const std::vector<ProgramRun>& programs, MetricSink& out) {
-  for (const auto& p : programs) {
-    Labels labels = {{"hook", p.hook}, {"mechanism", std::string(MechanismName(p.mechanism))}};
-    out.Counter("nvmeof_exporter_bpf_program_runs_total",
-                "Runs of the eBPF program (while BPF stats are enabled: bpf.enable_stats).", labels,
-                static_cast<double>(p.stats.run_count));
-    out.Counter("nvmeof_exporter_bpf_program_run_seconds_total",
-                "CPU time spent in the eBPF program (while BPF stats are enabled).", labels,
-                static_cast<double>(p.stats.run_time_ns) / 1e9);
-  }
-}
 
 // Sums of series that get the same labels (e.g. stage spans that name the same stage).
 struct HistSum {
@@ -124,17 +87,50 @@ class BpfCollector : public Collector {
     out.Gauge("nvmeof_exporter_bpf_sample_every",
               "Latency is timed for 1 in this many requests; request counts are exact.", {},
               options_.bpf.sample_every ? options_.bpf.sample_every : 1);
-    EmitBlock(snap, out);
+    const std::set<std::string>& iostats_off = IostatsOff();
+    for (const auto& disk : iostats_off) {
+      out.Gauge("nvmeof_exporter_bpf_disk_iostats_off",
+                "1 for a blk-mq disk whose queue/iostats is 0 while requests end at "
+                "block_io_done: the kernel does not report its requests there, so its block "
+                "series are skipped and its NVMe-oF host commands are not timed.",
+                {{"disk", disk}}, 1);
+    }
+    EmitBlock(snap, iostats_off, out);
     EmitSelf(snap, out);
     return ok;
   }
 
  private:
-  void EmitBlock(const BlockSnapshot& snap, MetricSink& out) {
+  // Requests end at block_io_done (6.5+, planned while every blk-mq disk had iostats on): a
+  // disk whose iostats went off since (a udev rule, a tuning script) is no longer reported
+  // there. Looked at every 30 s; each disk that went off is logged once.
+  const std::set<std::string>& IostatsOff() {
+    const HookPlan* end = load_.plan.Find(kHookBlockComplete);
+    const auto now = std::chrono::steady_clock::now();
+    if (!end || !end->chosen || !end->chosen->accounted ||
+        (iostats_checked_ && now - *iostats_checked_ < kIostatsEvery))
+      return iostats_off_;
+    iostats_checked_ = now;
+    std::set<std::string> off;
+    for (auto& disk : DisksWithoutIostats(options_.paths.sysfs)) {
+      if (!iostats_off_.count(disk)) {
+        LogWarn("queue/iostats is 0: the kernel no longer reports this disk's requests at "
+                "block_io_done; its block series are skipped; restart the exporter to end "
+                "requests at block_rq_complete",
+                Kv("disk", disk));
+      }
+      off.insert(std::move(disk));
+    }
+    iostats_off_ = std::move(off);
+    return iostats_off_;
+  }
+
+  void EmitBlock(const BlockSnapshot& snap, const std::set<std::string>& iostats_off,
+                 MetricSink& out) {
     const auto& bounds = layout_.bounds();
     for (const auto& s : snap.series) {
       auto name = BlockDeviceName(options_.paths, s.dev);
-      if (!name) {  // no disk (dev 0) or removed since
+      if (!name || iostats_off.count(*name)) {  // no disk (dev 0), removed since, or unreported
         out.Skip();
         continue;
       }
@@ -409,6 +405,9 @@ class BpfCollector : public Collector {
   LifecycleLoad lifecycle_;
   HostnqnFolder hostnqns_{options_.bpf.hostnqn_limit};
   BucketLayout layout_;
+  static constexpr std::chrono::seconds kIostatsEvery{30};
+  std::optional<std::chrono::steady_clock::time_point> iostats_checked_;
+  std::set<std::string> iostats_off_;
 };
 
 }  // namespace

@@ -159,6 +159,45 @@ Availability PrepareBpfLoad(const Paths& paths, const BpfOptions& options,
   return a;
 }
 
+void EmitHooks(const AttachPlan& plan, bool loaded, MetricSink& out) {
+  for (const auto& h : plan.hooks) {
+    out.Gauge("nvmeof_exporter_bpf_hook_attached",
+              "1 if the eBPF hook is attached, with the mechanism used (none if missing).",
+              {{"hook", std::string(h.hook->name)},
+               {"mechanism", std::string(h.chosen ? MechanismName(h.chosen->mechanism) : "none")},
+               {"required", h.hook->required ? "true" : "false"}},
+              h.chosen && loaded ? 1 : 0);
+  }
+}
+
+void EmitMapSizes(std::string_view part, const std::vector<MapSize>& maps, MetricSink& out) {
+  for (const auto& m : maps) {
+    out.Gauge("nvmeof_exporter_bpf_map_bytes",
+              "Most memory an eBPF map can take: max_entries x (key + value x CPUs for per-CPU "
+              "maps). Reserved at load, except the histogram maps, which allocate per series; "
+              "charged to the memory cgroup.",
+              {{"part", std::string(part)}, {"map", m.name}}, static_cast<double>(m.bytes));
+    if (m.entries) {
+      out.Gauge("nvmeof_exporter_bpf_map_entries",
+                "Live entries of an eBPF map that allocates per series (histograms, counts); "
+                "each takes key + value x CPUs bytes.",
+                {{"part", std::string(part)}, {"map", m.name}}, static_cast<double>(*m.entries));
+    }
+  }
+}
+
+void EmitProgramRuns(const std::vector<ProgramRun>& programs, MetricSink& out) {
+  for (const auto& p : programs) {
+    Labels labels = {{"hook", p.hook}, {"mechanism", std::string(MechanismName(p.mechanism))}};
+    out.Counter("nvmeof_exporter_bpf_program_runs_total",
+                "Runs of the eBPF program (while BPF stats are enabled: bpf.enable_stats).", labels,
+                static_cast<double>(p.stats.run_count));
+    out.Counter("nvmeof_exporter_bpf_program_run_seconds_total",
+                "CPU time spent in the eBPF program (while BPF stats are enabled).", labels,
+                static_cast<double>(p.stats.run_time_ns) / 1e9);
+  }
+}
+
 void PrintProbe(const Availability& availability, const AttachPlan& plan, std::ostream& out) {
   out << "bpf: " << (availability.ok ? "available" : "unavailable") << " (" << availability.reason
       << ")";

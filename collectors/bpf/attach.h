@@ -124,6 +124,13 @@ struct ProgramStats {
   bool recursion_known = true;
 };
 
+// One loaded program's statistics, named by its hook and how it attached.
+struct ProgramRun {
+  std::string hook;
+  Mechanism mechanism;
+  ProgramStats stats;
+};
+
 // The most memory a loaded BPF map can take: max_entries x (key + value x CPUs for per-CPU maps);
 // reserved at load unless the map allocates on demand (BPF_F_NO_PREALLOC). Charged to the memory
 // cgroup (kernels >= 5.11), so it counts against the unit's MemoryMax.
@@ -142,5 +149,13 @@ inline void SetMapEntries(std::vector<MapSize>& maps, std::string_view name, std
 
 // The `probe` subcommand's table: hook, status, mechanism, required, and rejected variants.
 void PrintProbe(const Availability& availability, const AttachPlan& plan, std::ostream& out);
+
+// The self-metrics every part (block, NVMe-oF, lifecycle) serves the same way:
+// nvmeof_exporter_bpf_hook_attached per planned hook (attached only when `loaded`);
+void EmitHooks(const AttachPlan& plan, bool loaded, MetricSink& out);
+// nvmeof_exporter_bpf_map_bytes (and _map_entries for the maps that allocate per series);
+void EmitMapSizes(std::string_view part, const std::vector<MapSize>& maps, MetricSink& out);
+// run counts and CPU time per program, for the caller to emit only while BPF stats are on.
+void EmitProgramRuns(const std::vector<ProgramRun>& programs, MetricSink& out);
 
 }  // namespace nvmeof

@@ -30,12 +30,6 @@ struct BlockSeries {
   nvmeof_block_hist hist{};  // summed over CPUs
 };
 
-struct ProgramRun {
-  std::string hook;
-  Mechanism mechanism;
-  ProgramStats stats;
-};
-
 struct BlockSnapshot {
   std::vector<BlockSeries> series;
   std::uint64_t counters[NVMEOF_CTR_COUNT] = {};

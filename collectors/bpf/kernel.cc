@@ -21,6 +21,7 @@
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/options.h"
+#include "collectors/kernel/block_queues.h"
 #include "collectors/kernel/tracepoint_format.h"
 #include "nvmeof_legacy.skel.h"
 #include "record_legacy.skel.h"
@@ -225,22 +226,6 @@ bool KernelProber::KallsymsHas(std::string_view symbol) {
   return kallsyms_.count(std::string(symbol)) != 0;
 }
 
-namespace {
-
-// A blk-mq disk (one with requests: <sysfs>/block/D/mq) whose queue/iostats is 0, if any: the
-// kernel neither accounts its requests nor fires block_io_done for them (6.5+:
-// __blk_mq_end_request() reads the clock and accounts only with RQF_IO_STAT, RQF_STATS or a
-// scheduler).
-std::optional<std::string> DiskWithoutIostats(const std::string& sysfs) {
-  for (const auto& disk : ListDir(sysfs + "/block")) {
-    const std::string dir = sysfs + "/block/" + disk;
-    if (IsDir(dir + "/mq") && ReadU64(dir + "/queue/iostats") == 0u) return disk;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
   std::string target(v.target);
   if (v.accounted) {  // a kernel without it is no finding (PlanAttach): the reason is logged
@@ -250,8 +235,8 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
       why = "no kernel BTF to find tracepoint " + target + " in";
     } else if (btf__find_by_name_kind(b, ("btf_trace_" + target).c_str(), BTF_KIND_TYPEDEF) < 0) {
       why = "tracepoint " + target + " not in BTF (Linux 6.5+)";
-    } else if (auto disk = DiskWithoutIostats(paths_.sysfs)) {
-      why = "queue/iostats is 0 on " + *disk + ": the kernel skips " + target + " for its requests";
+    } else if (auto off = DisksWithoutIostats(paths_.sysfs); !off.empty()) {
+      why = "queue/iostats is 0 on " + off[0] + ": the kernel skips " + target + " for its requests";
     }
     if (!why.empty()) {
       LogInfo("eBPF hook ends at the next variant's point",

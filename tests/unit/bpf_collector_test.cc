@@ -241,6 +241,40 @@ TEST_F(BpfCollectorTest, UnknownDeviceIsSkippedNotInvented) {
   EXPECT_EQ(sink.skipped(), 2u);
 }
 
+// Requests end at block_io_done: a blk-mq disk whose queue/iostats went off is no longer
+// reported there, so its frozen block series are skipped and the disk is named. Where requests
+// end at block_rq_complete, iostats does not matter.
+TEST_F(BpfCollectorTest, DiskWithIostatsOffIsSkippedAndNamed) {
+  fs::create_directories(root_ / "block/loop0/mq/0");
+  fs::create_directories(root_ / "block/loop0/queue");
+  std::ofstream(root_ / "block/loop0/queue/iostats") << "0\n";
+  fs::create_directories(root_ / "block/vda/mq/0");
+  fs::create_directories(root_ / "block/vda/queue");
+  std::ofstream(root_ / "block/vda/queue/iostats") << "1\n";
+  for (bool at_io_done : {true, false}) {
+    SCOPED_TRACE(at_io_done ? "block_io_done" : "block_rq_complete");
+    auto src = std::make_unique<FakeSource>();
+    src->snap.series = {Series(kLoop0, NVMEOF_OP_READ, 5), Series(kVda, NVMEOF_OP_READ, 7)};
+    src->snap.inflight_used = 0;
+    BlockLoad load = Loaded(std::move(src));
+    for (auto& hp : load.plan.hooks) {
+      if (hp.hook->name != kHookBlockComplete) continue;
+      ASSERT_TRUE(hp.chosen->accounted);  // the table's first variant
+      if (!at_io_done) hp.chosen = hp.hook->variants[2];
+      ASSERT_EQ(hp.chosen->accounted, at_io_done);
+    }
+    auto c = NewBpfCollectorFrom(options_, std::move(load));
+    MetricSink sink;
+    ASSERT_TRUE(c->Collect(sink));
+    EXPECT_EQ(Count(sink, "nvmeof_block_requests_total", {{"disk", "vda"}}), 1);
+    EXPECT_EQ(Count(sink, "nvmeof_block_requests_total", {{"disk", "loop0"}}), at_io_done ? 0 : 1);
+    EXPECT_EQ(Count(sink, "nvmeof_exporter_bpf_disk_iostats_off", {{"disk", "loop0"}}),
+              at_io_done ? 1 : 0);
+    EXPECT_EQ(Count(sink, "nvmeof_exporter_bpf_disk_iostats_off"), at_io_done ? 1 : 0);
+    EXPECT_EQ(sink.skipped(), at_io_done ? 1u : 0u);
+  }
+}
+
 TEST_F(BpfCollectorTest, MissingIssueHookMergesStages) {
   auto src = std::make_unique<FakeSource>();
   src->snap.series = {Series(kLoop0, NVMEOF_OP_READ, 5)};

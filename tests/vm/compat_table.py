@@ -137,9 +137,15 @@ def collect(kernel, directory):
     elif all(v == 1 for _, _, v in life):
         cells['lifecycle'] = ('works', ' '.join('%s=%s' % (h, m) for h, m, _ in sorted(life)))
     else:
+        # An entry hook whose return hook is listed too only keeps what the return counts with
+        # (nvmf_connect_admin_queue -> _return): without a counting hook nothing is served.
+        names = {h for h, _, _ in life}
+        counting = [(h, v) for h, _, v in life if h + '_return' not in names]
         missing = sorted(h for h, _, v in life if v != 1)
-        kind = 'absent' if len(missing) == len(life) else 'merged'
-        cells['lifecycle'] = (kind, 'missing: ' + ' '.join(missing))
+        if all(v != 1 for _, v in counting):
+            cells['lifecycle'] = ('absent', 'no counting hook attached; missing: ' + ' '.join(missing))
+        else:
+            cells['lifecycle'] = ('partial', 'missing: ' + ' '.join(missing))
     avail = [l.get('reason') for n, l, v in samples if n == 'nvmeof_exporter_bpf_available' and v == 1]
     for tier in TIERS:
         state, detail = cells[tier]
