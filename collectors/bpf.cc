@@ -79,14 +79,6 @@ class BpfCollector : public Collector {
     bool ok = true;
     if (nvmeof_.source) ok = CollectNvmeof(out);
     if (lifecycle_.source) ok = CollectLifecycle(out) && ok;
-    // Unavailable BPF is reported above, not a failed scrape: it would only alert twice.
-    if (!load_.source) return ok;
-
-    BlockSnapshot snap;
-    if (!load_.source->Read(&snap)) return false;
-    out.Gauge("nvmeof_exporter_bpf_sample_every",
-              "Latency is timed for 1 in this many requests; request counts are exact.", {},
-              options_.bpf.sample_every ? options_.bpf.sample_every : 1);
     const std::set<std::string>& iostats_off = IostatsOff();
     for (const auto& disk : iostats_off) {
       out.Gauge("nvmeof_exporter_bpf_disk_iostats_off",
@@ -95,6 +87,14 @@ class BpfCollector : public Collector {
                 "series are skipped and its NVMe-oF host commands are not timed.",
                 {{"disk", disk}}, 1);
     }
+    // Unavailable BPF is reported above, not a failed scrape: it would only alert twice.
+    if (!load_.source) return ok;
+
+    BlockSnapshot snap;
+    if (!load_.source->Read(&snap)) return false;
+    out.Gauge("nvmeof_exporter_bpf_sample_every",
+              "Latency is timed for 1 in this many requests; request counts are exact.", {},
+              options_.bpf.sample_every ? options_.bpf.sample_every : 1);
     EmitBlock(snap, iostats_off, out);
     EmitSelf(snap, out);
     return ok;
@@ -105,13 +105,16 @@ class BpfCollector : public Collector {
   // disk whose iostats went off since (a udev rule, a tuning script) is no longer reported
   // there. Looked at every 30 s; each disk that went off is logged once.
   const std::set<std::string>& IostatsOff() {
-    const HookPlan* end = load_.plan.Find(kHookBlockComplete);
+    auto accounted = [](const HookPlan* h) { return h && h->chosen && h->chosen->accounted; };
     const auto now = std::chrono::steady_clock::now();
-    if (!end || !end->chosen || !end->chosen->accounted ||
-        (iostats_checked_ && now - *iostats_checked_ < kIostatsEvery))
-      return iostats_off_;
+    if (iostats_checked_ && now - *iostats_checked_ < kIostatsEvery) return iostats_off_;
     iostats_checked_ = now;
     std::set<std::string> off;
+    if (!(load_.source && accounted(load_.plan.Find(kHookBlockComplete))) &&
+        !(nvmeof_.source && accounted(nvmeof_.source->Plan().Find(kHookNvmeRqEnd)))) {
+      iostats_off_.clear();  // requests end at block_rq_complete, or nothing is loaded
+      return iostats_off_;
+    }
     for (auto& disk : DisksWithoutIostats(options_.paths.sysfs)) {
       if (!iostats_off_.count(disk)) {
         LogWarn("queue/iostats is 0: the kernel no longer reports this disk's requests at "
