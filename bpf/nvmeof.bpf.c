@@ -216,13 +216,12 @@ static __always_inline void on_tcp_arrival(__u64 sq) {
 static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
                                     bool direct) {
   struct nvmeof_inflight e = {};
-  __u64 recv = 0, now;
+  /* Taken before the admin check: a keep-alive's receive left in the per-CPU stash would be the
+   * next I/O command's on this CPU, of any transport, up to a second stale. */
+  __u64 recv = transport_stages ? recv_take(nv_slot(NV_RECV_SLOT)) : 0, now;
   struct cmd c;
   if (!id || !sq || NVMEOF_READ(direct, sq, qid) == 0) return; /* 0: admin */
-  if (transport_stages) {
-    recv = recv_take(nv_slot(NV_RECV_SLOT));
-    if (!recv) recv = arrival_take(&nv_arrivals, as_id(sq, direct));
-  }
+  if (transport_stages && !recv) recv = arrival_take(&nv_arrivals, as_id(sq, direct));
   if (!target_sampled(req, id, direct, &c)) return;
   now = bpf_ktime_get_ns();
   e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);
