@@ -109,20 +109,19 @@ class BpfCollector : public Collector {
     const auto now = std::chrono::steady_clock::now();
     if (iostats_checked_ && now - *iostats_checked_ < kIostatsEvery) return iostats_off_;
     iostats_checked_ = now;
-    std::set<std::string> off;
-    if (!(load_.source && accounted(load_.plan.Find(kHookBlockComplete))) &&
-        !(nvmeof_.source && accounted(nvmeof_.source->Plan().Find(kHookNvmeRqEnd)))) {
-      iostats_off_.clear();  // requests end at block_rq_complete, or nothing is loaded
-      return iostats_off_;
-    }
-    for (auto& disk : DisksWithoutIostats(options_.paths.sysfs)) {
-      if (!iostats_off_.count(disk)) {
-        LogWarn("queue/iostats is 0: the kernel no longer reports this disk's requests at "
-                "block_io_done; its block series are skipped; restart the exporter to end "
-                "requests at block_rq_complete",
-                Kv("disk", disk));
+    std::set<std::string> off;  // stays empty where requests end at block_rq_complete
+    if ((load_.source && accounted(load_.plan.Find(kHookBlockComplete))) ||
+        (nvmeof_.source && accounted(nvmeof_.source->Plan().Find(kHookNvmeRqEnd)))) {
+      for (auto& disk : DisksWithoutIostats(options_.paths.sysfs)) {
+        if (!iostats_off_.count(disk)) {
+          LogWarn(
+              "queue/iostats is 0: the kernel no longer reports this disk's requests at "
+              "block_io_done; its block series are skipped; restart the exporter to end "
+              "requests at block_rq_complete",
+              Kv("disk", disk));
+        }
+        off.insert(std::move(disk));
       }
-      off.insert(std::move(disk));
     }
     iostats_off_ = std::move(off);
     return iostats_off_;

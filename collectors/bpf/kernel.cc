@@ -236,7 +236,8 @@ std::string KernelProber::Probe(const HookSpec& hook, const Variant& v) {
     } else if (btf__find_by_name_kind(b, ("btf_trace_" + target).c_str(), BTF_KIND_TYPEDEF) < 0) {
       why = "tracepoint " + target + " not in BTF (Linux 6.5+)";
     } else if (auto off = DisksWithoutIostats(paths_.sysfs); !off.empty()) {
-      why = "queue/iostats is 0 on " + off[0] + ": the kernel skips " + target + " for its requests";
+      why =
+          "queue/iostats is 0 on " + off[0] + ": the kernel skips " + target + " for its requests";
     }
     if (!why.empty()) {
       LogInfo("eBPF hook ends at the next variant's point",
