@@ -100,6 +100,10 @@ struct nvmeof_hist {
  * slot into the (from, to) stage series the exporter serves. */
 struct nvmeof_path_hists {
   struct nvmeof_hist stage[NVMEOF_POINTS - 1];
+  /* The same commands' end to end, first to last point of `points` (kind NVMEOF_KIND_TOTAL),
+   * where it is served with the stages' identity (total_in_paths, nvmeof_inflight.bpf.h); else
+   * it is in nv_hists and this one stays empty. */
+  struct nvmeof_hist total;
 };
 
 /* One sampled command in flight: its points (0 = not passed) and its series identity. */

@@ -163,6 +163,7 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
     skel->rodata->issue_hooked = load.plan.Find(kHookBlockIssue)->chosen.has_value();
     skel->rodata->nvmeof_host = nvmeof_host;
     skel->rodata->stage_detail = NvmeofStageDetail(options);
+    skel->rodata->total_in_paths = NvmeofTotalInPaths(options);
     skel->rodata->size_classes = options.size_classes;
     if (nvmeof_host) {
       SizeNvmeofStageMaps(skel->obj, options);

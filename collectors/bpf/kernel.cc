@@ -399,16 +399,26 @@ std::uint8_t NvmeofStageDetail(const BpfOptions& bpf) {
   return bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
 }
 
+bool NvmeofTotalInPaths(const BpfOptions& bpf) {
+  // Only per-controller stages with per-namespace end to end need two identities per command.
+  return NvmeofStageDetail(bpf) == NVMEOF_DETAIL_NAMESPACE || bpf.command_detail != "namespace";
+}
+
 void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf) {
-  // bpf.map_memory_max split by what an entry holds: 6 stage histograms in nv_paths, one
-  // end-to-end histogram in nv_hists.
+  // bpf.map_memory_max split by what an entry holds: the stages and the end to end in nv_paths,
+  // or the stages in nv_paths (6/7) and one end-to-end histogram per series in nv_hists (1/7).
   const int cpus = libbpf_num_possible_cpus();
-  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_paths"),
-                           HistMapEntries(bpf.map_memory_max / 7 * 6, sizeof(nvmeof_series),
-                                          sizeof(nvmeof_path_hists), cpus, 16, NVMEOF_SERIES_MAX));
-  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_hists"),
-                           HistMapEntries(bpf.map_memory_max / 7, sizeof(nvmeof_series),
-                                          sizeof(nvmeof_hist), cpus, 16, NVMEOF_SERIES_MAX));
+  const bool together = NvmeofTotalInPaths(bpf);
+  bpf_map__set_max_entries(
+      bpf_object__find_map_by_name(obj, "nv_paths"),
+      HistMapEntries(together ? bpf.map_memory_max : bpf.map_memory_max / 7 * 6,
+                     sizeof(nvmeof_series), sizeof(nvmeof_path_hists), cpus, 16,
+                     NVMEOF_SERIES_MAX));
+  bpf_map__set_max_entries(
+      bpf_object__find_map_by_name(obj, "nv_hists"),
+      together ? 1
+               : HistMapEntries(bpf.map_memory_max / 7, sizeof(nvmeof_series),
+                                sizeof(nvmeof_hist), cpus, 16, NVMEOF_SERIES_MAX));
 }
 
 void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* names) {

@@ -286,7 +286,7 @@ std::vector<NvmeofSeries> PathSpans(
   };
   std::map<nvmeof_series, nvmeof_hist, decltype(less)> spans(less);
   for (const auto& [key, hists] : entries) {
-    int prev = -1;
+    int first = -1, prev = -1;
     for (int i = 0; i < NVMEOF_POINTS; ++i) {
       if (!(key.points & (1U << i))) continue;
       if (prev >= 0) {
@@ -295,9 +295,18 @@ std::vector<NvmeofSeries> PathSpans(
         k.from = static_cast<unsigned char>(prev);
         k.to = static_cast<unsigned char>(i);
         AddHist(&spans[k], hists.stage[i - 1]);
+      } else {
+        first = i;
       }
       prev = i;
     }
+    if (hists.total.count == 0 || first < 0) continue;  // in nv_hists (total_in_paths)
+    nvmeof_series k = key;
+    k.kind = NVMEOF_KIND_TOTAL;
+    k.points = 0;
+    k.from = static_cast<unsigned char>(first);
+    k.to = static_cast<unsigned char>(prev);
+    AddHist(&spans[k], hists.total);
   }
   std::vector<NvmeofSeries> out;
   for (const auto& [k, h] : spans) out.push_back({k, h});

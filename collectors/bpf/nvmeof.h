@@ -93,7 +93,9 @@ void AddHist(nvmeof_hist* to, const nvmeof_hist& from);
 // nv_paths entries (each summed over CPUs) as stage series: slot i - 1 of an entry is the span
 // from the previous point in its `points` to point i. Entries of different point sets that
 // share a span (an RDMA command with and without the send completion both have setup ->
-// posted) are summed into one series.
+// posted) are summed into one series;
+// and each entry's end to end (`total`, where kept there) as the series of kind
+// NVMEOF_KIND_TOTAL from its first point to its last, with the entry's identity.
 std::vector<NvmeofSeries> PathSpans(
     const std::vector<std::pair<nvmeof_series, nvmeof_path_hists>>& entries);
 

@@ -34,6 +34,7 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
   skel->rodata->sample_limit = nvmeof_sample_limit(bpf.sample_every);
   skel->rodata->size_classes = bpf.size_classes;
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
+  skel->rodata->total_in_paths = NvmeofTotalInPaths(bpf);
   skel->rodata->transport_stages = bpf.transport_stages;
   SetNvmetTracepointFields(paths, skel.get());
   skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);
@@ -164,6 +165,7 @@ class KernelNvmeofSource : public NvmeofSource {
           auto& sum = paths.emplace_back(key, nvmeof_path_hists{}).second;
           for (const auto& p : percpu) {
             for (int i = 0; i < NVMEOF_POINTS - 1; ++i) AddHist(&sum.stage[i], p.stage[i]);
+            AddHist(&sum.total, p.total);
           }
         });
     for (auto& s : PathSpans(paths)) out->series.push_back(s);

@@ -57,6 +57,38 @@ TEST(BpfNvmeofPaths, PointSetsBecomeSpansAndSharedSpansAreSummed) {
   EXPECT_EQ(got[std::make_pair(int(NVMEOF_HP_POSTED), int(NVMEOF_HP_RESPONSE))].sum_ns, 400u);
 }
 
+// An entry's end to end (total_in_paths) becomes the series of kind TOTAL from its first point
+// to its last, with the entry's identity; entries with the same span are summed, and an empty
+// one (the end to end kept in nv_hists) makes none.
+TEST(BpfNvmeofPaths, EntryTotalsBecomeEndToEndSeries) {
+  std::vector<std::pair<nvmeof_series, nvmeof_path_hists>> entries(3);
+  for (auto& [key, h] : entries) {
+    key.id = 3;
+    key.detail = NVMEOF_DETAIL_CONTROLLER;
+    key.points = (1 << NVMEOF_HP_ALLOC) | (1 << NVMEOF_HP_SETUP) | (1 << NVMEOF_HP_COMPLETE) |
+                 (1 << NVMEOF_HP_END);
+    h.total.count = 2;
+    h.total.sum_ns = 500;
+    h.total.buckets[9] = 2;
+  }
+  entries[1].first.points |= 1 << NVMEOF_HP_RESPONSE;  // another set, the same first and last
+  entries[2].second.total = {};                         // kept in nv_hists
+  entries[2].first.points &= ~(1U << NVMEOF_HP_ALLOC);
+  std::vector<NvmeofSeries> totals;
+  for (const auto& s : PathSpans(entries)) {
+    if (s.key.kind == NVMEOF_KIND_TOTAL) totals.push_back(s);
+  }
+  ASSERT_EQ(totals.size(), 1u);
+  EXPECT_EQ(totals[0].key.id, 3u);
+  EXPECT_EQ(totals[0].key.detail, NVMEOF_DETAIL_CONTROLLER);
+  EXPECT_EQ(totals[0].key.points, 0);
+  EXPECT_EQ(totals[0].key.from, NVMEOF_HP_ALLOC);
+  EXPECT_EQ(totals[0].key.to, NVMEOF_HP_END);
+  EXPECT_EQ(totals[0].hist.count, 4u);
+  EXPECT_EQ(totals[0].hist.sum_ns, 1000u);
+  EXPECT_EQ(totals[0].hist.buckets[9], 4u);
+}
+
 TEST(NvmeofStageName, ConsecutivePointsNameOneStage) {
   EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_ALLOC, NVMEOF_HP_SETUP), "block_submit");
   EXPECT_EQ(NvmeofStageName(kHost, "rdma", NVMEOF_HP_SETUP, NVMEOF_HP_POSTED), "driver_submit");

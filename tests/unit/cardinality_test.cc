@@ -11,6 +11,7 @@
 #include <string>
 
 #include "collectors/bpf.h"
+#include "collectors/bpf/kernel.h"
 #include "collectors/bpf/nvmeof.h"
 #include "collectors/registry.h"
 #include "tests/unit/scratch_tree.h"
@@ -54,14 +55,15 @@ Series Count(const MetricSink& sink) {
 }
 
 // Bytes of nv_hists and nv_paths the kernel holds for a snapshot at `cpus` possible CPUs: one
-// nv_hists entry per end-to-end key, one nv_paths entry (all 6 stage slots) per stage key and
-// set of points (here one chain per key: every command of a key passes the same points; an RDMA
-// host whose send completions are polled sometimes after the response holds two).
-std::uint64_t HistMapBytes(const NvmeofSnapshot& snap, int cpus) {
+// nv_paths entry (7 histogram slots) per stage key and set of points (here one chain per key:
+// every command of a key passes the same points; an RDMA host whose send completions are polled
+// sometimes after the response holds two), and one nv_hists entry per end-to-end key where the
+// end to end is not kept in the nv_paths entry (total_in_paths: bpf/nvmeof_maps.h).
+std::uint64_t HistMapBytes(const NvmeofSnapshot& snap, int cpus, bool total_in_paths) {
   std::set<std::string> totals, paths;
   for (const auto& s : snap.series) {
     nvmeof_series k = s.key;
-    if (k.kind == NVMEOF_KIND_TOTAL) {
+    if (k.kind == NVMEOF_KIND_TOTAL && !total_in_paths) {
       totals.emplace(reinterpret_cast<const char*>(&k), sizeof(k));
     } else if (k.kind == NVMEOF_KIND_STAGE) {
       k.from = k.to = 0;
@@ -114,15 +116,18 @@ class CardinalityTest : public ScratchTree {
           k.op = op;
           k.kind = NVMEOF_KIND_COMMANDS;
           Add(src, k, 8000);
+          nvmeof_series stage = k;
+          if (detail == NVMEOF_DETAIL_CONTROLLER) {
+            stage.id = static_cast<std::uint64_t>(c);
+            stage.detail = NVMEOF_DETAIL_CONTROLLER;
+          }
+          if (NvmeofTotalInPaths(options_.bpf)) k = stage;  // the end to end in its entry
           k.kind = NVMEOF_KIND_TOTAL;
           k.from = NVMEOF_HP_ALLOC;
           k.to = NVMEOF_HP_END;
-          Add(src, k, 1000);
+          Add(src, k, 1000);  // at controller detail in the entry: 8 times over, as below
+          k = stage;
           k.kind = NVMEOF_KIND_STAGE;
-          if (detail == NVMEOF_DETAIL_CONTROLLER) {
-            k.id = static_cast<std::uint64_t>(c);
-            k.detail = NVMEOF_DETAIL_CONTROLLER;
-          }
           for (int p = 0; p + 1 < 7; ++p) {
             k.from = points[p];
             k.to = points[p + 1];
@@ -151,15 +156,18 @@ class CardinalityTest : public ScratchTree {
           k.op = op;
           k.kind = NVMEOF_KIND_COMMANDS;
           Add(src, k, 8000);
+          nvmeof_series stage = k;
+          if (detail == NVMEOF_DETAIL_CONTROLLER) {
+            stage.port = 0;
+            stage.detail = NVMEOF_DETAIL_CONTROLLER;
+          }
+          if (NvmeofTotalInPaths(options_.bpf)) k = stage;
           k.kind = NVMEOF_KIND_TOTAL;
           k.from = NVMEOF_TP_RECV;
           k.to = NVMEOF_TP_SENT;
           Add(src, k, 1000);
+          k = stage;
           k.kind = NVMEOF_KIND_STAGE;
-          if (detail == NVMEOF_DETAIL_CONTROLLER) {
-            k.port = 0;
-            k.detail = NVMEOF_DETAIL_CONTROLLER;
-          }
           std::vector<std::uint8_t> pts = {NVMEOF_TP_RECV, NVMEOF_TP_INIT};
           if (op == NVMEOF_OP_WRITE) pts.push_back(NVMEOF_TP_DATA);
           pts.insert(pts.end(), {NVMEOF_TP_EXEC, NVMEOF_TP_DONE, NVMEOF_TP_SENT});
@@ -200,8 +208,9 @@ TEST_F(CardinalityTest, HostWithinBudgetAtDefaultDetail) {
   ASSERT_EQ(options_.bpf.stage_detail, "controller");  // the default
   auto src = std::make_unique<ShapeSource>();
   Host(*src, NVMEOF_DETAIL_CONTROLLER);
-  const std::uint64_t bytes = HistMapBytes(src->snap, 64);
-  EXPECT_EQ(bytes, 64u * (24 + 1760 * 64) + 8u * (24 + 6 * 1760 * 64));
+  ASSERT_TRUE(NvmeofTotalInPaths(options_.bpf));  // the end to end per controller too
+  const std::uint64_t bytes = HistMapBytes(src->snap, 64, true);
+  EXPECT_EQ(bytes, 8u * (24 + 7 * 1760 * 64));
   EXPECT_LE(bytes, kMemoryBudget);
   std::printf("host, controller detail: nv_hists + nv_paths %.1f MiB at 64 CPUs\n",
               double(bytes) / (1 << 20));
@@ -224,7 +233,9 @@ TEST_F(CardinalityTest, NamespaceDetailFitsTheSeriesButNotTheMemoryBudget) {
   options_.bpf.command_detail = "namespace";
   auto src = std::make_unique<ShapeSource>();
   Host(*src, NVMEOF_DETAIL_NAMESPACE);
-  const std::uint64_t bytes = HistMapBytes(src->snap, 64);
+  ASSERT_TRUE(NvmeofTotalInPaths(options_.bpf));
+  const std::uint64_t bytes = HistMapBytes(src->snap, 64, true);
+  EXPECT_EQ(bytes, 64u * (24 + 7 * 1760 * 64));
   EXPECT_GT(bytes, kMemoryBudget);
   std::printf("host, namespace detail: nv_hists + nv_paths %.1f MiB at 64 CPUs\n",
               double(bytes) / (1 << 20));
@@ -249,15 +260,19 @@ TEST_F(CardinalityTest, TargetAndHostAndTargetWithinBudgetAtDefaultDetail) {
   auto both = std::make_unique<ShapeSource>();
   Host(*both, NVMEOF_DETAIL_CONTROLLER);
   Target(*both, NVMEOF_DETAIL_CONTROLLER);
-  // Never map_full: the default ceiling at 64 CPUs holds both roles' histograms.
-  std::set<std::string> keys;
+  // Never map_full: the default ceiling at 64 CPUs holds both roles' nv_paths entries (the
+  // stages and the end to end of a controller's or a subsystem's commands per op).
+  std::set<std::string> entries;
   for (const auto& s : both->snap.series) {
-    if (s.key.kind != NVMEOF_KIND_COMMANDS)
-      keys.emplace(reinterpret_cast<const char*>(&s.key), sizeof(s.key));
+    nvmeof_series k = s.key;
+    if (k.kind != NVMEOF_KIND_STAGE) continue;
+    k.from = k.to = 0;
+    entries.emplace(reinterpret_cast<const char*>(&k), sizeof(k));
   }
-  EXPECT_EQ(keys.size(), 320u);
-  EXPECT_LT(keys.size(), HistMapEntries(options_.bpf.map_memory_max, sizeof(nvmeof_series),
-                                        sizeof(nvmeof_hist), 64, 64, NVMEOF_SERIES_MAX));
+  EXPECT_EQ(entries.size(), 4u * 2 + 16 * 2);
+  EXPECT_LT(entries.size(), HistMapEntries(options_.bpf.map_memory_max, sizeof(nvmeof_series),
+                                           sizeof(nvmeof_path_hists), 64, 16, NVMEOF_SERIES_MAX));
+  EXPECT_EQ(HistMapBytes(both->snap, 64, true), 40u * (24 + 7 * 1760 * 64));
   Series b = Collect(std::move(both));
   EXPECT_LE(b.native, kNativeBudget);
   EXPECT_LE(b.text, kTextBudget);
