@@ -21,6 +21,10 @@ const volatile bool size_classes = false;
 /* The end to end is served with the stages' identity (bpf.stage_detail, bpf.command_detail: all
  * but per-controller stages with per-namespace end to end): it lives in their nv_paths entry. */
 const volatile bool total_in_paths = true;
+/* Host commands are counted at nvme_complete_rq (nvmeof.bpf.c). Off where block.bpf.c ends them
+ * and no size class is wanted: the block collector's exact count of their disk, which runs there
+ * anyway, is their count (collectors/bpf.cc), and names the disks here (host_stage_id). */
+const volatile bool count_host = true;
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -256,6 +260,16 @@ static __always_inline void finish(struct nvmeof_inflight* e, int points) {
   }
 }
 
+/* Series id -> name: the host disk's name (gendisk address -> "nvme0c1n1") or the target
+ * subsystem's NQN (nvmet_subsys address). Written when a series' first command is counted, or
+ * without count_host when a host disk's first command is sampled. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u64);
+  __type(value, char[NVMEOF_NQN_SIZE]);
+} nv_names SEC(".maps");
+
 /* Host disk (gendisk address) -> its controller's instance (nvme<N>) + 1, for stage spans at
  * controller detail (0: not an nvme disk name). Parsed from the name at its first sampled
  * command. */
@@ -292,21 +306,29 @@ static __always_inline void host_series(struct request* rq, bool direct, __u64 d
 }
 
 /* At controller detail, the stage id of a host disk: its controller instance + 1, parsed from
- * its name once and kept in nv_ctrl (0: not an nvme disk name, stages stay per disk). */
+ * its name once and kept in nv_ctrl (0: not an nvme disk name, stages stay per disk). Without
+ * count_host, the disk's first sampled command also names it in nv_names. */
 static __always_inline __u64 host_stage_id(__u64 disk) {
+  const bool by_ctrl = stage_detail == NVMEOF_DETAIL_CONTROLLER;
   char name[32] = {};
   __u32* known;
-  __u32 v;
+  __u32 v, zero = 0;
+  void *z, *dst;
   int ctrl;
-  if (stage_detail != NVMEOF_DETAIL_CONTROLLER) return 0;
+  if (!by_ctrl && count_host) return 0;
   known = bpf_map_lookup_elem(&nv_ctrl, &disk);
-  if (known) return *known;
+  if (known) return by_ctrl ? *known : 0;
   bpf_probe_read_kernel_str(name, sizeof(name),
                             (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
   ctrl = nvmeof_ctrl_instance(name);
   v = ctrl >= 0 ? (__u32)ctrl + 1 : 0;
   bpf_map_update_elem(&nv_ctrl, &disk, &v, BPF_ANY);
-  return v;
+  if (!count_host && (z = bpf_map_lookup_elem(&nv_zero, &zero))) {
+    bpf_map_update_elem(&nv_names, &disk, z, BPF_NOEXIST); /* zeroed, longer than a name */
+    dst = bpf_map_lookup_elem(&nv_names, &disk);
+    if (dst) __builtin_memcpy(dst, name, sizeof(name));
+  }
+  return by_ctrl ? v : 0;
 }
 
 /* Host: sets up the in-flight entry of sampled request `rq` (address `id`, start sector `tag`)

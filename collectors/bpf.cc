@@ -10,6 +10,7 @@
 #include "collectors/base/files.h"
 #include "collectors/base/log.h"
 #include "collectors/bpf/histogram.h"
+#include "collectors/bpf/series_names.h"
 #include "collectors/kernel/block_queues.h"
 #include "collectors/kernel/nvmeof_names.h"
 #include "collectors/registry.h"
@@ -76,10 +77,12 @@ class BpfCollector : public Collector {
               "1 if eBPF stage latency is collected; else 0 and `reason` says why.",
               {{"reason", load_.availability.reason}}, load_.availability.ok ? 1 : 0);
     EmitHooks(load_.plan, load_.source != nullptr, out);
-    bool ok = true;
-    if (nvmeof_.source) ok = CollectNvmeof(out);
-    if (lifecycle_.source) ok = CollectLifecycle(out) && ok;
     const std::set<std::string>& iostats_off = IostatsOff();
+    BlockSnapshot snap;
+    const bool block_read = load_.source && load_.source->Read(&snap);
+    bool ok = true;
+    if (nvmeof_.source) ok = CollectNvmeof(block_read ? &snap : nullptr, iostats_off, out);
+    if (lifecycle_.source) ok = CollectLifecycle(out) && ok;
     for (const auto& disk : iostats_off) {
       out.Gauge("nvmeof_exporter_bpf_disk_iostats_off",
                 "1 for a blk-mq disk whose queue/iostats is 0 while requests end at "
@@ -90,8 +93,7 @@ class BpfCollector : public Collector {
     // Unavailable BPF is reported above, not a failed scrape: it would only alert twice.
     if (!load_.source) return ok;
 
-    BlockSnapshot snap;
-    if (!load_.source->Read(&snap)) return false;
+    if (!block_read) return false;
     out.Gauge("nvmeof_exporter_bpf_sample_every",
               "Latency is timed for 1 in this many requests; request counts are exact.", {},
               options_.bpf.sample_every ? options_.bpf.sample_every : 1);
@@ -234,22 +236,32 @@ class BpfCollector : public Collector {
   }
 
   // NVMe-oF stages: hooks (of loaded modules), commands, stage and end-to-end histograms.
-  bool CollectNvmeof(MetricSink& out) {
+  // block: the block collector's snapshot, whose counts of NVMe disks are the host's command
+  // counts where nvme_complete_rq does not count them (NvmeofCountsHostAtComplete).
+  bool CollectNvmeof(const BlockSnapshot* block, const std::set<std::string>& iostats_off,
+                     MetricSink& out) {
+    using Named = NvmeofSeriesNames::Named;
     NvmeofSnapshot snap;
     bool ok = nvmeof_.source->Read(&snap);
     EmitHooks(nvmeof_.source->Plan(), true, out);
     if (!ok) return false;
     std::map<Labels, HistSum> stages, totals, commands;
-    SeriesNames ctx{{snap.names.begin(), snap.names.end()},
-                    {},
-                    {},
-                    IsDir(options_.paths.configfs + "/nvmet/subsystems")};
+    NvmeofSeriesNames names(options_.paths, snap.names);
+    if (!NvmeofCountsHostAtComplete(load_.source && load_.source->NvmeofHost(), options_.bpf)) {
+      if (!block) return false;  // no host counts: a failed scrape, not a silent zero
+      for (const auto& s : block->series) {
+        auto disk = BlockDeviceName(options_.paths, s.dev);
+        auto labels = disk && !iostats_off.count(*disk) ? names.HostDisk(*disk, s.op) : std::nullopt;
+        if (!labels) continue;  // not an NVMe disk (the block series say the rest)
+        commands[*labels].count += s.hist.requests;
+      }
+    }
     std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began
     for (const auto& s : snap.series) {
       const auto& k = s.key;
       Labels labels;
       std::string transport;
-      const Named named = NameSeries(k, ctx, &labels, &transport);
+      const Named named = names.Name(k, &labels, &transport);
       if (named == Named::kGone) gone.push_back(k.id);  // not an error: a disconnect, a delete
       if (named == Named::kSkip) out.Skip();
       if (named != Named::kOk) continue;
@@ -309,94 +321,6 @@ class BpfCollector : public Collector {
     if (snap.program_run_stats) EmitProgramRuns(snap.programs, out);
     EmitMapSizes("nvmeof", snap.maps, out);
     return true;
-  }
-
-  // What a scrape learns once per id: the BPF names, sysfs identities, controllers' transports.
-  struct SeriesNames {
-    std::map<std::uint64_t, std::string> names;
-    std::map<std::uint64_t, std::optional<NvmeDiskIdentity>> hosts;
-    std::map<std::uint64_t, std::optional<std::string>> ctrl_transports;
-    bool have_nvmet = false;
-    // The classic tracepoint series' names -> subsystem and transport (once per scrape).
-    std::optional<std::map<std::string, NvmetNamespaceTarget>> device_paths = {};
-  };
-  enum class Named { kOk, kSkip, kGone };
-
-  // The labels of a series (without size and stage) and its transport: kGone when its disk,
-  // controller or subsystem went away, kSkip when it cannot be named.
-  Named NameSeries(const nvmeof_series& k, SeriesNames& ctx, Labels* labels,
-                   std::string* transport) const {
-    if (k.role == NVMEOF_ROLE_HOST && k.detail == NVMEOF_DETAIL_CONTROLLER) {
-      // A stage span of every namespace behind controller nvme<id>.
-      const std::string ctrl = "nvme" + std::to_string(k.id);
-      auto it = ctx.ctrl_transports.find(k.id);  // one sysfs read per controller and scrape
-      if (it == ctx.ctrl_transports.end()) {
-        it = ctx.ctrl_transports
-                 .emplace(k.id,
-                          ReadFile(options_.paths.sysfs + "/class/nvme/" + ctrl + "/transport"))
-                 .first;
-      }
-      const auto& t = it->second;
-      if (!t) {
-        return Named::kGone;  // the controller went away (disconnect)
-      }
-      *transport = *t;
-      *labels = {{"role", "host"},
-                 {"transport", *transport},
-                 {"op", std::string(BlockOpName(k.op))},
-                 {"controller", ctrl}};
-    } else if (k.role == NVMEOF_ROLE_HOST) {
-      auto name = ctx.names.find(k.id);
-      if (name != ctx.names.end() && !name->second.empty() &&
-          name->second.find('/') == std::string::npos &&
-          !Exists(options_.paths.sysfs + "/block/" + name->second)) {
-        return Named::kGone;  // not an error: the disk went away (disconnect)
-      }
-      auto it = ctx.hosts.find(k.id);
-      if (it == ctx.hosts.end()) {
-        it = ctx.hosts
-                 .emplace(k.id, name == ctx.names.end()
-                                    ? std::nullopt
-                                    : IdentifyNvmeDisk(options_.paths.sysfs, name->second))
-                 .first;
-      }
-      if (!it->second) {
-        return Named::kSkip;
-      }
-      *transport = it->second->transport;
-      *labels = {{"role", "host"},
-                 {"transport", *transport},
-                 {"op", std::string(BlockOpName(k.op))},
-                 {"controller", it->second->controller},
-                 {"nvme_namespace", it->second->device}};
-    } else {
-      // The classic tracepoints (5.10) name a series by its namespace's device path, whose
-      // subsystem and transport configfs gives, and have no port (nvmet_port "").
-      const bool by_path = k.trtype == NVMEOF_TRTYPE_UNKNOWN;
-      auto name = ctx.names.find(k.id);
-      if (name == ctx.names.end() || name->second.empty() || (by_path && !ctx.have_nvmet))
-        return Named::kSkip;
-      std::string nqn = name->second;
-      if (by_path) {
-        if (!ctx.device_paths) ctx.device_paths = NvmetTargetsByDevicePath(options_.paths.configfs);
-        auto target = ctx.device_paths->find(nqn.substr(0, kNvmetTraceDiskLen));
-        if (target == ctx.device_paths->end()) return Named::kGone;  // the namespace was deleted
-        nqn = target->second.nqn;
-        *transport = target->second.transport;
-      } else if (ctx.have_nvmet && nqn.find('/') == std::string::npos &&
-                 !Exists(options_.paths.configfs + "/nvmet/subsystems/" + nqn)) {
-        return Named::kGone;  // the subsystem was deleted
-      } else {
-        *transport = NvmeofTransportName(k.trtype);
-      }
-      *labels = {{"role", "target"},
-                 {"transport", *transport},
-                 {"op", std::string(BlockOpName(k.op))},
-                 {"nqn", nqn}};
-      if (k.detail != NVMEOF_DETAIL_CONTROLLER)
-        labels->push_back({"nvmet_port", by_path ? "" : std::to_string(k.port)});
-    }
-    return Named::kOk;
   }
 
   CollectorOptions options_;

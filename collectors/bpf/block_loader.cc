@@ -118,7 +118,7 @@ class KernelBlockSource : public BlockSource {
 
 // The NVMe-oF stage maps of an object that does not end NVMe-oF commands: the least room.
 void ShrinkNvmeofMaps(bpf_object* obj) {
-  for (const char* name : {"nv_inflight", "nv_hists", "nv_paths", "nv_ctrl"}) {
+  for (const char* name : {"nv_inflight", "nv_hists", "nv_paths", "nv_ctrl", "nv_names"}) {
     bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, name), 1);
   }
 }
@@ -165,6 +165,7 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
     skel->rodata->stage_detail = NvmeofStageDetail(options);
     skel->rodata->total_in_paths = NvmeofTotalInPaths(options);
     skel->rodata->size_classes = options.size_classes;
+    skel->rodata->count_host = NvmeofCountsHostAtComplete(nvmeof_host, options);
     if (nvmeof_host) {
       SizeNvmeofStageMaps(skel->obj, options);
     } else {

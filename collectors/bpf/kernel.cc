@@ -394,16 +394,6 @@ bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error, b
   return true;
 }
 
-std::uint8_t NvmeofStageDetail(const BpfOptions& bpf) {
-  // node detail is controller detail in the kernel, summed over controllers by the collector.
-  return bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
-}
-
-bool NvmeofTotalInPaths(const BpfOptions& bpf) {
-  // Only per-controller stages with per-namespace end to end need two identities per command.
-  return NvmeofStageDetail(bpf) == NVMEOF_DETAIL_NAMESPACE || bpf.command_detail != "namespace";
-}
-
 void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf) {
   // bpf.map_memory_max split by what an entry holds: the stages and the end to end in nv_paths,
   // or the stages in nv_paths (6/7) and one end-to-end histogram per series in nv_hists (1/7).

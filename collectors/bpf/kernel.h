@@ -187,11 +187,8 @@ bool ShareMaps(bpf_object* mine, const bpf_object* theirs, std::string* error,
 
 // The NVMe-oF stage maps that block.bpf.c shares with nvmeof.bpf.c (bpf/nvmeof_inflight.bpf.h):
 // sizes nv_paths and nv_hists of an opened object from bpf.map_memory_max and the CPU count
-// (nvmeof_loader.cc), and the stage_detail both objects are loaded with.
+// (nvmeof_loader.cc).
 void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf);
-std::uint8_t NvmeofStageDetail(const BpfOptions& bpf);
-// Whether a command's end to end is kept in its stages' nv_paths entry (bpf/nvmeof_maps.h).
-bool NvmeofTotalInPaths(const BpfOptions& bpf);
 
 // Appends each (id, name) of an id -> name hash (nv_names, rec_names: NUL-terminated strings of
 // up to NVMEOF_NQN_SIZE bytes).

@@ -28,7 +28,8 @@ namespace {
 using InBlock = std::map<std::string_view, Variant>;
 
 Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
-                                const BpfOptions& bpf, std::string* error) {
+                                const BpfOptions& bpf, const InBlock& in_block,
+                                std::string* error) {
   Skeleton<nvmeof_bpf> skel = OpenSkeleton<nvmeof_bpf>(btf_path, error);
   if (!skel) return skel;
   skel->rodata->sample_limit = nvmeof_sample_limit(bpf.sample_every);
@@ -36,6 +37,7 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
   skel->rodata->total_in_paths = NvmeofTotalInPaths(bpf);
   skel->rodata->transport_stages = bpf.transport_stages;
+  skel->rodata->count_host = NvmeofCountsHostAtComplete(in_block.count(kHookNvmeRqEnd) > 0, bpf);
   SetNvmetTracepointFields(paths, skel.get());
   skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);
   SizeNvmeofStageMaps(skel->obj, bpf);
@@ -79,7 +81,7 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
   KernelProber prober(paths, [&](const Variant& v, std::string* error) {
     if (!trial_loads) return 0;
     if (watcher && watcher->stopping()) return -ECANCELED;  // the exporter is stopping
-    Skeleton<nvmeof_bpf> trial = OpenNvmeof(paths, btf_path, options, error);
+    Skeleton<nvmeof_bpf> trial = OpenNvmeof(paths, btf_path, options, in_block, error);
     if (!trial) return -EINVAL;
     const auto& m = trial->maps;  // a trial needs no room
     for (bpf_map* map : {m.nv_inflight, m.nv_hists, m.nv_paths, m.nv_names, m.nv_commands,
@@ -326,7 +328,7 @@ class KernelNvmeofSource : public NvmeofSource {
 
   Skeleton<nvmeof_bpf> Load(const AttachPlan& plan, std::string* error) {
     if (plan.Programs().empty()) return {};
-    Skeleton<nvmeof_bpf> skel = OpenNvmeof(paths_, btf_path_, options_, error);
+    Skeleton<nvmeof_bpf> skel = OpenNvmeof(paths_, btf_path_, options_, in_block_, error);
     if (skel && ShareMaps(skel->obj, maps_->obj, error) &&
         LoadAndAttach(skel->skeleton, plan.Programs(), error) == 0) {
       return skel;
@@ -422,7 +424,7 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
     if (setup && setup->chosen) in_block.emplace(kHookNvmeSetupCmd, *setup->chosen);
   }
   std::string error;
-  Skeleton<nvmeof_bpf> maps = OpenNvmeof(paths, btf_path, options, &error);
+  Skeleton<nvmeof_bpf> maps = OpenNvmeof(paths, btf_path, options, in_block, &error);
   if (maps && !in_block.empty() && !ShareMaps(maps->obj, host_obj, &error, /*only_common=*/true))
     maps.reset();
   if (maps && LoadAndAttach(maps->skeleton, {}, &error) != 0) maps.reset();

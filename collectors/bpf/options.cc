@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bpf/nvmeof_maps.h"
 #include "collectors/base/yaml.h"
 
 namespace nvmeof {
@@ -114,6 +115,21 @@ std::uint32_t HistMapEntries(std::uint64_t max_bytes, std::size_t key_size, std:
       key_size + value_size * static_cast<std::uint64_t>(cpus > 0 ? cpus : 1);
   const std::uint64_t n = max_bytes / per_entry;
   return static_cast<std::uint32_t>(n < floor ? floor : n > ceiling ? ceiling : n);
+}
+
+std::uint8_t NvmeofStageDetail(const BpfOptions& bpf) {
+  // node detail is controller detail in the kernel, summed over controllers by the collector.
+  return bpf.stage_detail == "namespace" ? NVMEOF_DETAIL_NAMESPACE : NVMEOF_DETAIL_CONTROLLER;
+}
+
+bool NvmeofTotalInPaths(const BpfOptions& bpf) {
+  // Only per-controller stages with per-namespace end to end need two identities per command.
+  return NvmeofStageDetail(bpf) == NVMEOF_DETAIL_NAMESPACE || bpf.command_detail != "namespace";
+}
+
+bool NvmeofCountsHostAtComplete(bool block_ends_host, const BpfOptions& bpf) {
+  // The block count of a host disk has no size class.
+  return !block_ends_host || bpf.size_classes;
 }
 
 }  // namespace nvmeof

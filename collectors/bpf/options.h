@@ -48,6 +48,15 @@ struct BpfOptions {
   std::uint32_t hostnqn_limit = 64;
 };
 
+// What both BPF objects' stage maps are loaded with (rodata of bpf/nvmeof_inflight.bpf.h): the
+// kernel's stage_detail, and
+std::uint8_t NvmeofStageDetail(const BpfOptions& bpf);
+// whether a command's end to end is kept in its stages' nv_paths entry (bpf/nvmeof_maps.h), and
+bool NvmeofTotalInPaths(const BpfOptions& bpf);
+// whether nvme_complete_rq counts host commands (count_host); else the block collector's count
+// of their disk is theirs, where its completion program ends them (block_ends_host).
+bool NvmeofCountsHostAtComplete(bool block_ends_host, const BpfOptions& bpf);
+
 // Entries of a per-CPU histogram map whose memory stays within bpf.map_memory_max:
 // max_bytes / (key + value x cpus), between `floor` and `ceiling`.
 std::uint32_t HistMapEntries(std::uint64_t max_bytes, std::size_t key_size, std::size_t value_size,

@@ -24,9 +24,14 @@ class FakeSource : public BlockSource {
  public:
   BlockSnapshot snap;
   bool ok = true;
+  bool ends_host = false;  // its completion program ends NVMe-oF host commands
   bool Read(BlockSnapshot* out) override {
     *out = snap;
     return ok;
+  }
+  // Only tested against null by the collector: any address stands for the object.
+  const bpf_object* NvmeofHost() const override {
+    return ends_host ? reinterpret_cast<const bpf_object*>(this) : nullptr;
   }
 };
 
@@ -228,6 +233,52 @@ TEST_F(BpfCollectorTest, FabricNamespacesAreTimedByTheNvmeofStagesOnly) {
   options_.bpf.block_devices.include = std::nullopt;
   options_.bpf.block_devices.exclude = std::regex("nvme0n1");
   EXPECT_EQ(scrape(true), (Disks{"vda"}));
+}
+
+// Where the block completion program ends NVMe-oF host commands, nvme_complete_rq does not
+// count them (count_host): each NVMe disk's exact block count is its host command count, even
+// for a disk the block series leave out (bpf.block_devices, a fabric namespace). With size
+// classes the programs count them (the block count has no size): none come from the block.
+TEST_F(BpfCollectorTest, HostCommandsAreTheBlockCountsOfNvmeDisks) {
+  Disk("259:0", "nvme0n1");
+  Disk("259:1", "nvme1c1n1");
+  for (auto [disk, ctrl, transport] :
+       {std::tuple{"nvme0n1", "nvme0", "pcie"}, std::tuple{"nvme1c1n1", "nvme1", "tcp"}}) {
+    fs::create_directories(root_ / "block" / disk);
+    fs::create_directories(root_ / "class/nvme" / ctrl);
+    std::ofstream(root_ / "class/nvme" / ctrl / "transport") << transport << "\n";
+    fs::create_symlink(fs::path("../../class/nvme") / ctrl, root_ / "block" / disk / "device");
+  }
+  options_.bpf.block_devices.exclude = std::regex("nvme0n1");
+  for (bool size_classes : {false, true}) {
+    SCOPED_TRACE(size_classes ? "size classes" : "no size classes");
+    options_.bpf.size_classes = size_classes;
+    auto src = std::make_unique<FakeSource>();
+    src->ends_host = true;
+    src->snap.series = {Series(kVda, NVMEOF_OP_READ, 1), Series(259u << 20, NVMEOF_OP_READ, 2),
+                        Series(259u << 20 | 1, NVMEOF_OP_READ, 3),
+                        Series(259u << 20 | 1, NVMEOF_OP_WRITE, 4)};
+    NvmeofLoad nv;
+    nv.availability = {true, "ok", ""};
+    nv.source = std::make_unique<IdleNvmeof>();
+    auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)), std::move(nv));
+    MetricSink sink;
+    ASSERT_TRUE(c->Collect(sink));
+    EXPECT_EQ(Count(sink, "nvmeof_block_requests_total"), 1);  // vda
+    if (size_classes) {
+      EXPECT_EQ(Count(sink, "nvmeof_commands_total"), 0);
+      continue;
+    }
+    EXPECT_EQ(Count(sink, "nvmeof_commands_total"), 3);
+    EXPECT_EQ(Value(sink, "nvmeof_commands_total",
+                    {{"role", "host"}, {"transport", "tcp"}, {"op", "read"},
+                     {"controller", "nvme1"}, {"nvme_namespace", "nvme1n1"}}),
+              3);
+    EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"op", "write"}, {"controller", "nvme1"}}), 4);
+    EXPECT_EQ(Value(sink, "nvmeof_commands_total",
+                    {{"transport", "pcie"}, {"controller", "nvme0"}, {"nvme_namespace", "nvme0n1"}}),
+              2);
+  }
 }
 
 TEST_F(BpfCollectorTest, UnknownDeviceIsSkippedNotInvented) {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "collectors/bpf.h"
-#include "collectors/bpf/kernel.h"
+#include "collectors/bpf/options.h"
 #include "collectors/bpf/nvmeof.h"
 #include "collectors/registry.h"
 #include "tests/unit/scratch_tree.h"
