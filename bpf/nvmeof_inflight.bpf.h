@@ -23,7 +23,7 @@ const volatile bool size_classes = false;
 const volatile bool total_in_paths = true;
 /* Host commands are counted at nvme_complete_rq (nvmeof.bpf.c). Off where block.bpf.c ends them
  * and no size class is wanted: the block collector's exact count of their disk, which runs there
- * anyway, is their count (collectors/bpf.cc), and names the disks here (host_stage_id). */
+ * anyway, is their count (collectors/bpf.cc), and names the disks here (host_ctrl). */
 const volatile bool count_host = true;
 
 struct {
@@ -271,8 +271,8 @@ struct {
 } nv_names SEC(".maps");
 
 /* Host disk (gendisk address) -> its controller's instance (nvme<N>) + 1, for stage spans at
- * controller detail (0: not an nvme disk name). Parsed from the name at its first sampled
- * command. */
+ * controller detail (0: not an nvme disk name), parsed from the name at its first sampled
+ * command; and NVMEOF_CTRL_UNTIMED_BLOCK, which the exporter sets (nvmeof_maps.h). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1024);
@@ -305,19 +305,19 @@ static __always_inline void host_series(struct request* rq, bool direct, __u64 d
   s->size = nv_size_class(NVMEOF_READ(direct, rq, __data_len));
 }
 
-/* At controller detail, the stage id of a host disk: its controller instance + 1, parsed from
- * its name once and kept in nv_ctrl (0: not an nvme disk name, stages stay per disk). Without
- * count_host, the disk's first sampled command also names it in nv_names. */
-static __always_inline __u64 host_stage_id(__u64 disk) {
-  const bool by_ctrl = stage_detail == NVMEOF_DETAIL_CONTROLLER;
+/* A host disk's nv_ctrl value: its controller instance + 1 (0: not an nvme disk name), parsed
+ * from its name once, and NVMEOF_CTRL_UNTIMED_BLOCK once the exporter set it; 0 where nothing
+ * needs it (namespace detail with count_host). Without count_host, the disk's first sampled
+ * command also names it in nv_names. */
+static __always_inline __u32 host_ctrl(__u64 disk) {
   char name[32] = {};
   __u32* known;
   __u32 v, zero = 0;
   void *z, *dst;
   int ctrl;
-  if (!by_ctrl && count_host) return 0;
+  if (stage_detail != NVMEOF_DETAIL_CONTROLLER && count_host) return 0;
   known = bpf_map_lookup_elem(&nv_ctrl, &disk);
-  if (known) return by_ctrl ? *known : 0;
+  if (known) return *known;
   bpf_probe_read_kernel_str(name, sizeof(name),
                             (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
   ctrl = nvmeof_ctrl_instance(name);
@@ -328,7 +328,7 @@ static __always_inline __u64 host_stage_id(__u64 disk) {
     dst = bpf_map_lookup_elem(&nv_names, &disk);
     if (dst) __builtin_memcpy(dst, name, sizeof(name));
   }
-  return by_ctrl ? v : 0;
+  return v;
 }
 
 /* Host: sets up the in-flight entry of sampled request `rq` (address `id`, start sector `tag`)
@@ -336,13 +336,14 @@ static __always_inline __u64 host_stage_id(__u64 disk) {
  * nvme:nvme_setup_cmd in nvmeof.bpf.c, or block:block_rq_issue in block.bpf.c
  * (nvme_start_request(), right after the driver built the command), which sees every disk's
  * requests: any_disk keeps only NVMe disks (nvme*: the ones nvme_setup_cmd sees). */
-static __always_inline void nv_host_setup(struct request* rq, __u64 id, __u64 tag, bool direct,
+/* True when the disk's block series are not served (NVMEOF_CTRL_UNTIMED_BLOCK). */
+static __always_inline bool nv_host_setup(struct request* rq, __u64 id, __u64 tag, bool direct,
                                           bool any_disk) {
   struct nvmeof_inflight e = {};
   struct cmd c = {.id = id, .tag = tag};
   __u64 disk = host_disk(rq, direct), start, now;
-  __u32 prefix = 0;
-  if (!disk) return; /* admin and fabrics commands */
+  __u32 prefix = 0, ctrl;
+  if (!disk) return false; /* admin and fabrics commands */
   if (any_disk) {
     /* A plain load where the chain is BTF-typed (the verifier allows a load within one array
      * member); a helper call costs about 85 instructions under icount, twice a sampled command
@@ -352,27 +353,33 @@ static __always_inline void nv_host_setup(struct request* rq, __u64 id, __u64 ta
     else
       bpf_probe_read_kernel(&prefix, sizeof(prefix),
                             (void*)(disk + bpf_core_field_offset(struct gendisk, disk_name)));
-    if (prefix != ('n' | 'v' << 8 | 'm' << 16 | 'e' << 24)) return;
+    if (prefix != ('n' | 'v' << 8 | 'm' << 16 | 'e' << 24)) return false;
   }
   now = bpf_ktime_get_ns();
   start = NVMEOF_READ(direct, rq, start_time_ns);
   if (start && start <= now) e.ts[NVMEOF_HP_ALLOC] = start;
   e.ts[NVMEOF_HP_SETUP] = now;
   host_series(rq, direct, disk, &e.series);
-  e.stage_id = host_stage_id(disk);
+  ctrl = host_ctrl(disk);
+  if (stage_detail == NVMEOF_DETAIL_CONTROLLER) e.stage_id = ctrl & ~NVMEOF_CTRL_UNTIMED_BLOCK;
+  e.untimed_block = ctrl & NVMEOF_CTRL_UNTIMED_BLOCK;
   nv_event(NVMEOF_NCTR_SAMPLED_HOST);
   track(&c, &e);
+  return e.untimed_block;
 }
 
 /* The host request `id` (start sector `sector`) ends in the block layer: if it is tracked,
- * stamp its end and record it. Its own clock read: sharing the block program's would keep a
+ * stamp its end and record it; true when its disk's block series are not served. Its own clock read: sharing the block program's would keep a
  * register live across finish() and make the verifier walk it twice (30% more load time). */
-static __always_inline void nv_host_end(__u64 id, __u64 sector) {
+static __always_inline bool nv_host_end(__u64 id, __u64 sector) {
   struct cmd c = {.id = id, .tag = sector};
   struct nvmeof_cmd_way* w = stamp(&c, NVMEOF_HP_END);
-  if (!w) return;
+  bool untimed_block;
+  if (!w) return false;
+  untimed_block = w->e.untimed_block;
   finish(&w->e, NVMEOF_HP_COUNT);
   untrack(w, id);
+  return untimed_block; /* the block program need not time it (nv_host_setup) */
 }
 
 #endif /* NVMEOF_BPF_NVMEOF_INFLIGHT_BPF_H_ */

@@ -112,7 +112,10 @@ struct nvmeof_inflight {
   struct nvmeof_series series;
   /* host, at controller detail: the controller instance + 1 that keys its stage spans;
    * 0: they stay keyed by series.id (namespace detail, or a disk name that is not nvme's) */
-  unsigned long long stage_id;
+  unsigned int stage_id;
+  /* host: its disk's block series are not served (NVMEOF_CTRL_UNTIMED_BLOCK), so the block
+   * program that ends it times nothing more for it (block.bpf.c) */
+  unsigned int untimed_block;
   /* tells two commands of one reused request apart (nvmeof.bpf.c, struct cmd) */
   unsigned long long tag;
 };
@@ -151,6 +154,11 @@ struct nvmeof_cmd_way {
 struct nvmeof_cmd_set {
   struct nvmeof_cmd_way way[NVMEOF_CMD_WAYS];
 };
+/* Set by the exporter in an nv_ctrl value (host disk -> controller instance + 1): the collector
+ * leaves out this disk's block series (an NVMe-oF namespace's disk: collectors/bpf.cc), so the
+ * block programs need not time its sampled requests; its commands are timed as NVMe-oF ones. */
+#define NVMEOF_CTRL_UNTIMED_BLOCK (1U << 31)
+
 /* Default entries of nv_hists, nv_commands, nv_names and nv_ctrl; the exporter sets nv_hists
  * from bpf.map_memory_max and the CPU count at load (collectors/bpf/nvmeof_loader.cc). */
 #define NVMEOF_SERIES_MAX 4096

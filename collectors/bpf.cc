@@ -289,6 +289,11 @@ class BpfCollector : public Collector {
       sum.sum_ns += s.hist.sum_ns;
       for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b) sum.buckets[b] += s.hist.buckets[b];
     }
+    std::vector<std::uint64_t> untimed;  // host disks whose block series are left out
+    for (const auto& [id, disk] : snap.names) {
+      if (FabricNamespace(disk) && !NamedByInclude(disk)) untimed.push_back(id);
+    }
+    nvmeof_.source->UntimeBlock(untimed);
     std::sort(gone.begin(), gone.end());
     gone.erase(std::unique(gone.begin(), gone.end()), gone.end());
     nvmeof_.source->Forget(gone);

@@ -149,6 +149,16 @@ class KernelNvmeofSource : public NvmeofSource {
     }
   }
 
+  void UntimeBlock(const std::vector<std::uint64_t>& disks) override {
+    const int fd = bpf_map__fd(maps_->maps.nv_ctrl);
+    for (std::uint64_t disk : disks) {
+      std::uint32_t v = 0;  // set by the disk's first sampled command; its absence is no error
+      if (bpf_map_lookup_elem(fd, &disk, &v) != 0 || (v & NVMEOF_CTRL_UNTIMED_BLOCK)) continue;
+      v |= NVMEOF_CTRL_UNTIMED_BLOCK;
+      bpf_map_update_elem(fd, &disk, &v, BPF_EXIST);
+    }
+  }
+
   bool Read(NvmeofSnapshot* out) override {
     if (ncpus_ <= 0) return false;
     out->maps = map_sizes_;

@@ -281,6 +281,44 @@ TEST_F(BpfCollectorTest, HostCommandsAreTheBlockCountsOfNvmeDisks) {
   }
 }
 
+// The host disks whose block series are left out are told to the kernel side, which then
+// spares the block programs their sampled requests (NVMEOF_CTRL_UNTIMED_BLOCK): an NVMe-oF
+// namespace's disk, unless bpf.block_devices.include names it; never a PCIe drive's.
+TEST_F(BpfCollectorTest, FabricNamespacesAreNotTimedByTheBlockPrograms) {
+  class NamedNvmeof : public IdleNvmeof {
+   public:
+    std::vector<std::uint64_t>* untimed;
+    explicit NamedNvmeof(std::vector<std::uint64_t>* u) : untimed(u) {}
+    bool Read(NvmeofSnapshot* out) override {
+      *out = {};
+      out->names = {{1, "nvme1c1n1"}, {2, "nvme0n1"}, {3, "nqn.2024-01.io.example:sub"}};
+      return true;
+    }
+    void UntimeBlock(const std::vector<std::uint64_t>& disks) override { *untimed = disks; }
+  };
+  for (auto [disk, ctrl, transport] :
+       {std::tuple{"nvme0n1", "nvme0", "pcie"}, std::tuple{"nvme1c1n1", "nvme1", "tcp"}}) {
+    fs::create_directories(root_ / "block" / disk);
+    fs::create_directories(root_ / "class/nvme" / ctrl);
+    std::ofstream(root_ / "class/nvme" / ctrl / "transport") << transport << "\n";
+    fs::create_symlink(fs::path("../../class/nvme") / ctrl, root_ / "block" / disk / "device");
+  }
+  auto untimed = [&] {
+    std::vector<std::uint64_t> got = {99};
+    NvmeofLoad nv;
+    nv.availability = {true, "ok", ""};
+    nv.source = std::make_unique<NamedNvmeof>(&got);
+    auto src = std::make_unique<FakeSource>();
+    auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)), std::move(nv));
+    MetricSink sink;
+    EXPECT_TRUE(c->Collect(sink));
+    return got;
+  };
+  EXPECT_EQ(untimed(), (std::vector<std::uint64_t>{1}));
+  options_.bpf.block_devices.include = std::regex("nvme1c1n1");
+  EXPECT_EQ(untimed(), (std::vector<std::uint64_t>{}));
+}
+
 TEST_F(BpfCollectorTest, UnknownDeviceIsSkippedNotInvented) {
   auto src = std::make_unique<FakeSource>();
   src->snap.series = {Series(0, NVMEOF_OP_OTHER, 1), Series(8u << 20 | 16, NVMEOF_OP_READ, 1)};
