@@ -4,7 +4,6 @@
 #include <chrono>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "collectors/base/files.h"
@@ -139,7 +138,11 @@ class BpfCollector : public Collector {
         continue;
       }
       if (!options_.bpf.block_devices.Allows(*name)) continue;
-      if (nvmeof_.source && FabricNamespace(*name) && !NamedByInclude(*name)) continue;
+      // Timed by the NVMe-oF host series; these would be 8 series per disk that no shipped
+      // rule, alert or panel needs (docs/fleet.md "What the defaults serve").
+      if (nvmeof_.source &&
+          BlockSeriesLeftOut(options_.paths.sysfs, options_.bpf.block_devices, *name))
+        continue;
       const std::string op(BlockOpName(s.op));
       out.Counter("nvmeof_block_requests_total",
                   "Block requests completed, every one (not sampled).",
@@ -157,25 +160,6 @@ class BpfCollector : public Collector {
                     static_cast<double>(s.hist.sum_ns[NVMEOF_STAGE_TOTAL]) / 1e9,
                     Native(s.hist.buckets[NVMEOF_STAGE_TOTAL]));
     }
-  }
-
-  // An NVMe-oF host namespace's disk (nvme1n1, or its path nvme0c1n1, behind an rdma, tcp, fc or
-  // loop controller). With the NVMe-oF stages loaded its block series are left out by default:
-  // nvmeof_commands_total and the host's stage and end-to-end histograms time the same
-  // requests, and these would be 8 series per disk that no shipped rule, alert or panel needs
-  // (docs/fleet.md "What the defaults serve"). The target's backing disks are local: kept.
-  bool FabricNamespace(const std::string& disk) const {
-    if (disk.rfind("nvme", 0) != 0 || disk.find('/') != std::string::npos) return false;
-    auto ctrl = ReadLinkBase(options_.paths.sysfs + "/block/" + disk + "/device");
-    if (!ctrl || ctrl->rfind("nvme", 0) != 0) return false;
-    auto transport = ReadFile(options_.paths.sysfs + "/class/nvme/" + *ctrl + "/transport");
-    return transport && *transport != "pcie" && !transport->empty();
-  }
-
-  // bpf.block_devices.include names the disk: time it even when it is an NVMe-oF namespace.
-  bool NamedByInclude(const std::string& disk) const {
-    const auto& include = options_.bpf.block_devices.include;
-    return include && std::regex_match(disk, *include);
   }
 
   // The native buckets protobuf scrapes get (bpf.protobuf_histograms), or none for classic.
@@ -289,11 +273,6 @@ class BpfCollector : public Collector {
       sum.sum_ns += s.hist.sum_ns;
       for (int b = 0; b < NVMEOF_HIST_BUCKETS; ++b) sum.buckets[b] += s.hist.buckets[b];
     }
-    std::vector<std::uint64_t> untimed;  // host disks whose block series are left out
-    for (const auto& [id, disk] : snap.names) {
-      if (FabricNamespace(disk) && !NamedByInclude(disk)) untimed.push_back(id);
-    }
-    nvmeof_.source->UntimeBlock(untimed);
     std::sort(gone.begin(), gone.end());
     gone.erase(std::unique(gone.begin(), gone.end()), gone.end());
     nvmeof_.source->Forget(gone);

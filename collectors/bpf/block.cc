@@ -1,5 +1,6 @@
 #include "collectors/bpf/block.h"
 
+#include <regex>
 #include <sstream>
 
 #include "collectors/base/files.h"
@@ -62,6 +63,16 @@ std::optional<std::string> BlockDeviceName(const Paths& paths, std::uint32_t dev
     if (line.rfind("DEVNAME=", 0) == 0 && line.size() > 8) return line.substr(8);
   }
   return std::nullopt;
+}
+
+bool BlockSeriesLeftOut(const std::string& sysfs, const NameFilter& block_devices,
+                        const std::string& disk) {
+  if (disk.rfind("nvme", 0) != 0 || disk.find('/') != std::string::npos) return false;
+  if (block_devices.include && std::regex_match(disk, *block_devices.include)) return false;
+  auto ctrl = ReadLinkBase(sysfs + "/block/" + disk + "/device");
+  if (!ctrl || ctrl->rfind("nvme", 0) != 0) return false;
+  auto transport = ReadFile(sysfs + "/class/nvme/" + *ctrl + "/transport");
+  return transport && *transport != "pcie" && !transport->empty();
 }
 
 }  // namespace nvmeof

@@ -69,4 +69,11 @@ std::string_view BlockStageName(std::uint32_t stage);  // queue device total
 // Disk name for a dev_t from <sysfs>/dev/block/MAJ:MIN/uevent (DEVNAME=); nullopt if gone.
 std::optional<std::string> BlockDeviceName(const Paths& paths, std::uint32_t dev);
 
+// An NVMe-oF host namespace's disk (nvme1n1, or its path nvme0c1n1, behind an rdma, tcp, fc or
+// loop controller) that bpf.block_devices.include does not name: with the NVMe-oF stages
+// loaded, its block series are left out (the NVMe-oF host series time the same requests), and
+// the block programs need not time it (NVMEOF_CTRL_UNTIMED_BLOCK).
+bool BlockSeriesLeftOut(const std::string& sysfs, const NameFilter& block_devices,
+                        const std::string& disk);
+
 }  // namespace nvmeof

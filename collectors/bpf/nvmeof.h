@@ -118,9 +118,6 @@ class NvmeofSource {
   // Drops the series (and name) of these ids: disks and subsystems that are gone, so their
   // addresses can be reused by new ones without inheriting their name or counts.
   virtual void Forget(const std::vector<std::uint64_t>& ids) = 0;
-  // Host disks (ids) whose block series the collector leaves out: the block programs need not
-  // time their sampled requests (NVMEOF_CTRL_UNTIMED_BLOCK). Idempotent.
-  virtual void UntimeBlock(const std::vector<std::uint64_t>& disks) { (void)disks; }
 };
 
 struct NvmeofLoad {

@@ -281,42 +281,31 @@ TEST_F(BpfCollectorTest, HostCommandsAreTheBlockCountsOfNvmeDisks) {
   }
 }
 
-// The host disks whose block series are left out are told to the kernel side, which then
-// spares the block programs their sampled requests (NVMEOF_CTRL_UNTIMED_BLOCK): an NVMe-oF
-// namespace's disk, unless bpf.block_devices.include names it; never a PCIe drive's.
-TEST_F(BpfCollectorTest, FabricNamespacesAreNotTimedByTheBlockPrograms) {
-  class NamedNvmeof : public IdleNvmeof {
-   public:
-    std::vector<std::uint64_t>* untimed;
-    explicit NamedNvmeof(std::vector<std::uint64_t>* u) : untimed(u) {}
-    bool Read(NvmeofSnapshot* out) override {
-      *out = {};
-      out->names = {{1, "nvme1c1n1"}, {2, "nvme0n1"}, {3, "nqn.2024-01.io.example:sub"}};
-      return true;
-    }
-    void UntimeBlock(const std::vector<std::uint64_t>& disks) override { *untimed = disks; }
-  };
+// Which host disks the block programs spare (NVMEOF_CTRL_UNTIMED_BLOCK, set by the NVMe-oF
+// source's watcher) is the rule the block series follow: an NVMe-oF namespace's disk, unless
+// bpf.block_devices.include names it; never a PCIe drive's, nor a disk that is not NVMe.
+TEST_F(BpfCollectorTest, BlockSeriesLeftOutOnlyForFabricNamespaces) {
   for (auto [disk, ctrl, transport] :
-       {std::tuple{"nvme0n1", "nvme0", "pcie"}, std::tuple{"nvme1c1n1", "nvme1", "tcp"}}) {
+       {std::tuple{"nvme0n1", "nvme0", "pcie"}, std::tuple{"nvme1c1n1", "nvme1", "tcp"},
+        std::tuple{"nvme2n1", "nvme2", "rdma"}}) {
     fs::create_directories(root_ / "block" / disk);
     fs::create_directories(root_ / "class/nvme" / ctrl);
     std::ofstream(root_ / "class/nvme" / ctrl / "transport") << transport << "\n";
     fs::create_symlink(fs::path("../../class/nvme") / ctrl, root_ / "block" / disk / "device");
   }
-  auto untimed = [&] {
-    std::vector<std::uint64_t> got = {99};
-    NvmeofLoad nv;
-    nv.availability = {true, "ok", ""};
-    nv.source = std::make_unique<NamedNvmeof>(&got);
-    auto src = std::make_unique<FakeSource>();
-    auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)), std::move(nv));
-    MetricSink sink;
-    EXPECT_TRUE(c->Collect(sink));
-    return got;
+  NameFilter filter;
+  auto left_out = [&](const std::string& disk) {
+    return BlockSeriesLeftOut(root_.string(), filter, disk);
   };
-  EXPECT_EQ(untimed(), (std::vector<std::uint64_t>{1}));
-  options_.bpf.block_devices.include = std::regex("nvme1c1n1");
-  EXPECT_EQ(untimed(), (std::vector<std::uint64_t>{}));
+  EXPECT_TRUE(left_out("nvme1c1n1"));
+  EXPECT_TRUE(left_out("nvme2n1"));
+  EXPECT_FALSE(left_out("nvme0n1"));
+  EXPECT_FALSE(left_out("vda"));
+  EXPECT_FALSE(left_out("nvme9n1"));  // gone
+  EXPECT_FALSE(left_out("nqn.2024-01.io.example:sub"));
+  filter.include = std::regex("nvme1c1n1");
+  EXPECT_FALSE(left_out("nvme1c1n1"));
+  EXPECT_TRUE(left_out("nvme2n1"));
 }
 
 TEST_F(BpfCollectorTest, UnknownDeviceIsSkippedNotInvented) {
