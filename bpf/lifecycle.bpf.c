@@ -513,3 +513,5 @@ LC_RETURN(lc_alloc_ret, nvmet_alloc_ctrl, on_alloc_exit(ret), const char* subsys
           const char* hostnqn, void* req, __u32 kato, void* ctrlp)
 LC_ENTRY(lc_free, nvmet_ctrl_free, on_ctrl_free(ref), void* ref)
 LC_ENTRY(lc_ka_timer, nvmet_keep_alive_timer, on_ka_timer(work), void* work)
+
+#include "lifecycle_tp.bpf.h"

@@ -263,13 +263,14 @@ static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool d
 }
 
 #include "nvmeof_hooks.bpf.h"
+#include "tp_field.bpf.h"
 
 /* ---- target, classic tracepoints (kernels without module BTF: 5.10) ----
  *
  * The programs above read nvmet's types through CO-RE, which needs the module's BTF (5.11+).
  * These read the nvmet:nvmet_req_init and nvmet_req_complete trace records instead, whose layout
  * the kernel publishes in each event's format file: the exporter sets the offsets and sizes below
- * from them before load (collectors/bpf/tracepoint_format.h), and plans these programs only
+ * from them before load (collectors/kernel/tracepoint_format.h), and plans these programs only
  * where the format files have every field (collectors/bpf/nvmeof.cc). The record names the
  * controller, queue and command id; on 5.10 init fires before the command is parsed, so only the
  * completion names the namespace (its device path), and the opcode and start are kept from one
@@ -299,10 +300,7 @@ struct {
   __type(value, struct nvmeof_tp_start);
 } nv_tp_cmds SEC(".maps");
 
-/* The record's first NVMEOF_TP_SPAN bytes, read once per program run: a bpf_probe_read_kernel
- * call costs about 85 instructions, and the fields are read from this copy. The record sits in
- * the per-CPU perf trace buffer (8 KiB), so reading past a shorter record's end stays inside it. */
-#define NVMEOF_TP_SPAN 128
+/* The record's first NVMEOF_TP_SPAN bytes (tp_field.bpf.h), read once per program run. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
@@ -315,19 +313,6 @@ static __always_inline __u8* tp_record(void* ctx) {
   __u8* rec = bpf_map_lookup_elem(&nv_tp_record, &zero);
   if (rec && bpf_probe_read_kernel(rec, NVMEOF_TP_SPAN, ctx)) return 0;
   return rec;
-}
-
-/* An unsigned field of the record: 1, 2, 4 or 8 bytes (the format file's size); 0 past the copy.
- * Through a pointer: a const volatile struct passed by value is copied as an aggregate, which
- * clang folds to its initializer (the program compiled to "return 0"). */
-static __always_inline __u64 tp_field(const __u8* rec, const volatile struct nvmeof_tp_field* f) {
-  const __u32 offset = f->offset, size = f->size;
-  if (offset > NVMEOF_TP_SPAN - 8) return 0;
-  if (size == 8) return *(const __u64*)(rec + offset);
-  if (size == 4) return *(const __u32*)(rec + offset);
-  if (size == 2) return *(const __u16*)(rec + offset);
-  if (size == 1) return rec[offset];
-  return 0;
 }
 
 SEC("tracepoint/nvmet/nvmet_req_init")

@@ -9,6 +9,7 @@
 
 #include "classes.h"
 #include "hist.h"
+#include "tp_field.h"
 
 enum nvmeof_role {
   NVMEOF_ROLE_HOST = 0,
@@ -59,11 +60,6 @@ enum nvmeof_detail {
 #define NVMEOF_TRTYPE_FC 2
 #define NVMEOF_TRTYPE_TCP 3
 #define NVMEOF_TRTYPE_LOOP 254
-/* A field of a classic tracepoint's record, from its format file (nvmeof.bpf.c, 5.10) */
-struct nvmeof_tp_field {
-  unsigned short offset, size;
-};
-
 /* Not in what the hook saw (the classic tracepoints of 5.10): the exporter looks it up */
 #define NVMEOF_TRTYPE_UNKNOWN 255
 

@@ -57,6 +57,10 @@ struct HookSpec {
   // Of the transport tier (a transport driver's function): planned only with
   // bpf.transport_stages; the default tier is the kernel's tracepoints.
   bool transport_tier = false;
+  // Stands in for hooks that read `module`'s types through CO-RE (a classic tracepoint's
+  // record): planned only where that module has no BTF of its own (before 5.11), and neither
+  // planned nor reported where it has, the CO-RE hooks serving there.
+  bool without_module_btf = false;
 };
 
 // Can this variant attach here? The real prober checks what it can statically (BTF, kprobe

@@ -106,13 +106,13 @@ class KernelProber : public VariantProber {
   KernelProber(const KernelProber&) = delete;
   KernelProber& operator=(const KernelProber&) = delete;
   std::string Probe(const HookSpec& hook, const Variant& variant) override;
+  // "no BTF for module M (...)" when M is a loaded module without its own BTF while the kernel
+  // has BTF (before 5.11, CONFIG_DEBUG_INFO_BTF_MODULES); "" otherwise (built in, or has it).
+  std::string MissingModuleBtf(std::string_view module) const;
 
  private:
   struct btf* Btf(std::string_view module);  // kernel BTF (+ module split BTF); nullptr if none
   bool KprobesSupported() const;
-  // "no BTF for module M (...)" when M is a loaded module without its own BTF while the kernel
-  // has BTF (before 5.11, CONFIG_DEBUG_INFO_BTF_MODULES); "" otherwise (built in, or has it).
-  std::string MissingModuleBtf(std::string_view module) const;
   bool KallsymsHas(std::string_view symbol);
 
   Paths paths_;

@@ -24,6 +24,20 @@ HookSpec Fn(std::string_view name, std::string_view module, std::string_view tar
           .gate = module};
 }
 
+// A classic tracepoint hook: its program reads `fields` of the event's record.
+HookSpec Tp(std::string_view name, std::string_view module, std::string_view event,
+            std::string_view program, std::string_view fields) {
+  return {.name = name,
+          .required = false,
+          .module = module,
+          .variants = {{.mechanism = Mechanism::kTracepoint,
+                        .target = event,
+                        .program = program,
+                        .fields = fields}},
+          .gate = module,
+          .without_module_btf = true};
+}
+
 }  // namespace
 
 const std::vector<HookSpec>& LifecycleHooks() {
@@ -65,7 +79,24 @@ const std::vector<HookSpec>& LifecycleHooks() {
       Fn("nvmet_ctrl_free", "nvmet", "nvmet_ctrl_free", "lc_free_kprobe", "lc_free_fentry"),
       Fn("nvmet_keep_alive_timer", "nvmet", "nvmet_keep_alive_timer", "lc_ka_timer_kprobe",
          "lc_ka_timer_fentry"),
+      // Without module BTF (5.10): keep-alives from the host's command tracepoints, Connects
+      // from the target's.
+      Tp("nvme_setup_cmd_admin", "nvme_core", "nvme/nvme_setup_cmd", "lc_setup_tp", kLcSetupFields),
+      Tp("nvme_complete_rq_admin", "nvme_core", "nvme/nvme_complete_rq", "lc_done_tp",
+         kLcDoneFields),
+      Tp("nvmet_req_init_connect", "nvmet", "nvmet/nvmet_req_init", "lc_tinit_tp",
+         kLcTargetInitFields),
+      Tp("nvmet_req_complete_connect", "nvmet", "nvmet/nvmet_req_complete", "lc_tdone_tp",
+         kLcTargetDoneFields),
   };
+  return hooks;
+}
+
+std::vector<HookSpec> LifecycleModuleHooks(std::string_view module, bool module_btf) {
+  std::vector<HookSpec> hooks;
+  for (const auto& h : LifecycleHooks()) {
+    if (h.module == module && !(h.without_module_btf && module_btf)) hooks.push_back(h);
+  }
   return hooks;
 }
 
@@ -270,9 +301,11 @@ constexpr std::string_view kHelpConnectFail =
     "errno) and reconnects whose Connect command failed.";
 constexpr std::string_view kHelpKaFail =
     "Host keep-alive commands that completed with an error (kernels with "
-    "nvme_keep_alive_end_io: not Debian's 6.1).";
+    "nvme_keep_alive_end_io, and kernels without module BTF through the command tracepoints: "
+    "not Debian's 6.1).";
 constexpr std::string_view kHelpTConnect =
-    "Fabrics Connect commands received by this target, by queue (admin, io) and result.";
+    "Fabrics Connect commands received by this target, by queue (admin, io) and result (nqn "
+    "\"\" where not known: kernels without module BTF).";
 constexpr std::string_view kHelpKaExpiry =
     "Target controllers torn down because their keep-alive timer expired.";
 constexpr std::string_view kHelpCtrls =
@@ -315,10 +348,11 @@ void EmitTargetControllers(const LifecycleSnapshot& snap, HostnqnFolder& folder,
 void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
                    const std::function<bool(const std::string&)>& subsystem_exists,
                    MetricSink& out) {
+  // "" stays: not known (the trace records of kernels without module BTF do not name it).
   auto nqn_label = [&](std::string_view raw) {
     std::string nqn(raw);
-    return !nqn.empty() && nqn.find('/') == std::string::npos && subsystem_exists(nqn) ? nqn
-                                                                                       : "other";
+    return nqn.empty() || (nqn.find('/') == std::string::npos && subsystem_exists(nqn)) ? nqn
+                                                                                        : "other";
   };
   std::map<std::pair<std::string_view, Labels>, std::uint64_t> sums;
   for (const auto& [k, v] : snap.counts) {

@@ -21,6 +21,16 @@
 namespace nvmeof {
 
 const std::vector<HookSpec>& LifecycleHooks();
+// The hooks of `module` to plan: its classic tracepoint hooks (without_module_btf) only when it
+// has no BTF of its own.
+std::vector<HookSpec> LifecycleModuleHooks(std::string_view module, bool module_btf);
+
+// The record fields the classic tracepoint programs read (bpf/lifecycle_tp.bpf.h), by the names
+// in their format files.
+inline constexpr std::string_view kLcSetupFields = "ctrl_id,qid,cid,opcode";
+inline constexpr std::string_view kLcDoneFields = "ctrl_id,qid,cid,status";
+inline constexpr std::string_view kLcTargetInitFields = "cid,opcode,fctype,cdw10";
+inline constexpr std::string_view kLcTargetDoneFields = "qid,cid,result,status";
 
 // Bounded label values; anything not in the tables is "other".
 std::string_view CmEventName(std::uint32_t event);  // established, rejected, ... (snake_case)

@@ -18,12 +18,7 @@ namespace nvmeof {
 
 void SetNvmetTracepointFields(const Paths& paths, ::nvmeof_bpf* skel) {
   auto& r = *skel->rodata;
-  struct Slot {
-    const char* event;
-    const char* field;
-    volatile nvmeof_tp_field* to;
-  };
-  const Slot slots[] = {
+  const TracepointSlot slots[] = {
       {"nvmet/nvmet_req_init", "ctrl", &r.tp_init_ctrl},
       {"nvmet/nvmet_req_init", "qid", &r.tp_init_qid},
       {"nvmet/nvmet_req_init", "cid", &r.tp_init_cid},
@@ -34,18 +29,7 @@ void SetNvmetTracepointFields(const Paths& paths, ::nvmeof_bpf* skel) {
       {"nvmet/nvmet_req_complete", "cid", &r.tp_done_cid},
       {"nvmet/nvmet_req_complete", "disk", &r.tp_done_disk},
   };
-  std::map<std::string, std::map<std::string, TracepointField>> formats;
-  for (const auto& s : slots) {
-    auto [it, fresh] = formats.try_emplace(s.event);
-    // A missing event or field leaves its slot 0: KernelProber::Probe does not plan the
-    // program that reads it (Variant::fields), and says why.
-    std::string ignored;
-    if (fresh) it->second = ReadTracepointFormat(paths.sysfs, s.event, &ignored);
-    if (auto f = it->second.find(s.field); f != it->second.end()) {
-      s.to->offset = f->second.offset;
-      s.to->size = f->second.size;
-    }
-  }
+  SetTracepointFields(paths.sysfs, slots);
 }
 
 int NvmetReqInitSqArg(const std::string& sysfs) {

@@ -64,4 +64,17 @@ std::map<std::string, TracepointField> ReadTracepointFormat(const std::string& s
   return {};
 }
 
+void SetTracepointFields(const std::string& sysfs, std::span<const TracepointSlot> slots) {
+  std::map<std::string, std::map<std::string, TracepointField>, std::less<>> formats;
+  for (const auto& s : slots) {
+    auto [it, fresh] = formats.try_emplace(std::string(s.event));
+    std::string ignored;  // the prober says it, for the hook whose program reads the field
+    if (fresh) it->second = ReadTracepointFormat(sysfs, s.event, &ignored);
+    if (auto f = it->second.find(std::string(s.field)); f != it->second.end()) {
+      s.to->offset = f->second.offset;
+      s.to->size = f->second.size;
+    }
+  }
+}
+
 }  // namespace nvmeof

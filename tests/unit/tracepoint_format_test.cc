@@ -29,6 +29,26 @@ TEST(TracepointFormat, NvmetRecordsOf510) {
   EXPECT_TRUE(error.empty()) << error;
 }
 
+// The slots of a program's rodata get their field's offset and size; a field or an event the
+// kernel lacks leaves its slot 0, which the prober then names for the hook (Variant::fields).
+TEST(TracepointFormat, SlotsFromTheFormatFiles) {
+  const std::string root = std::string(NVMEOF_FIXTURES) + "/tracefs-5.10";
+  volatile nvmeof_tp_field status{}, cdw10{}, missing{}, no_event{};
+  const TracepointSlot slots[] = {
+      {"nvmet/nvmet_req_complete", "status", &status},
+      {"nvmet/nvmet_req_init", "cdw10", &cdw10},
+      {"nvmet/nvmet_req_init", "no_such_field", &missing},
+      {"nvmet/no_such_event", "qid", &no_event},
+  };
+  SetTracepointFields(root, slots);
+  EXPECT_EQ(status.offset, 64);
+  EXPECT_EQ(status.size, 2);
+  EXPECT_EQ(cdw10.offset, 80);
+  EXPECT_EQ(cdw10.size, 24);
+  EXPECT_EQ(missing.offset + missing.size, 0);
+  EXPECT_EQ(no_event.offset + no_event.size, 0);
+}
+
 TEST(TracepointFormat, OddLinesAreSkipped) {
   const auto f = ParseTracepointFormat(
       "\tfield:int qid;\toffset:48;\tsize:4;\tsigned:1;\n"

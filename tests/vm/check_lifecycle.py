@@ -21,6 +21,12 @@ scrapes taken after each of its phases (metrics-<phase>.prom):
           on kernels with nvme_keep_alive_end_io (6.12) 3 host keep-alive failures;
   rmmod   the nvme_fabrics hooks left hook_attached, no target controller is left;
   reload  they are back, and the no-listener connect failure count went from 1 to 2.
+Without module BTF (5.10) the scenario skips rdma; the classic tracepoint hooks count instead
+(lifecycle_without_module_btf): the same host connect failures (EIO for the two refused
+Connects: no NVMe status there), the target's Connects (nqn "": the records do not name it) in
+fail, hosts, path and kato, and the host keep-alive failures in kato; in io the four
+tracepoint programs run once per I/O command. Named skips: state transitions, keep-alive
+expiries, target controllers and CM events, whose hooks read the modules' types.
 """
 import json
 import os
@@ -48,13 +54,26 @@ class LifecycleChecks:
             return None
         return {p['name']: p.get('run_cnt', 0) for p in progs if p.get('name', '').startswith(LC_PROGRAM_PREFIX)}
 
+    # The classic tracepoint hooks of kernels without module BTF, and their programs.
+    LC_TP_HOOKS = {'nvme_setup_cmd_admin': 'lc_setup_tp', 'nvme_complete_rq_admin': 'lc_done_tp',
+                   'nvmet_req_init_connect': 'lc_tinit_tp', 'nvmet_req_complete_connect': 'lc_tdone_tp'}
+
     def lifecycle_without_module_btf(self):
-        """5.10 (guest/scenarios/lifecycle.sh): the counting hooks read the modules' types and
-        cannot load; every return hook and the controller hooks must be reported unattached,
-        the exporter's log saying there is no module BTF. Named skips of the scenario."""
-        start = self.metrics('start')
-        attached = {l['hook']: (l.get('mechanism'), v) for n, l, v in start
+        """5.10 (guest/scenarios/lifecycle.sh): the hooks that read the modules' types cannot
+        load and are reported unattached, the exporter's log saying there is no module BTF
+        (named skips); the classic tracepoint hooks count keep-alive failures and the target's
+        Connects, exactly."""
+        e = self.env
+        ip = e['TRADDR']
+        ctrls = [e['CTRL1'], e['CTRL2'], e['CTRL3']]
+        m = {p: self.metrics(p) for p in ('start', 'fail', 'hosts', 'io', 'path', 'kato', 'rmmod', 'reload')}
+        for p in ('start', 'fail', 'hosts', 'io', 'path', 'kato'):
+            self.collectors_ok(m[p], p)
+        attached = {l['hook']: (l.get('mechanism'), v) for n, l, v in m['start']
                     if n == 'nvmeof_exporter_bpf_hook_attached'}
+        for h in self.LC_TP_HOOKS:
+            self.check(attached.get(h) == ('tracepoint', 1), 'start: %s attached through its tracepoint' % h,
+                       str(attached.get(h)))
         counting = ('nvme_change_ctrl_state_return', 'nvmet_execute_admin_connect_return',
                     'nvmet_execute_io_connect_return', 'nvmet_alloc_ctrl_return', 'nvmet_ctrl_free',
                     'nvmet_keep_alive_timer')
@@ -63,10 +82,62 @@ class LifecycleChecks:
         unattached = [h for h in counting if attached.get(h, ('', 1))[1] == 0]
         self.check(unattached == list(counting) and 'no BTF for module nvmet' in said and
                    'no BTF for module nvme_core' in said,
-                   'SKIP lifecycle counters on %s: the counting hooks read the modules\' types; '
-                   'reported unattached, the log saying no module BTF' % self.env.get('KERNEL'),
+                   'SKIP controller state transitions, target keep-alive expiries, target controllers, '
+                   'the host Connect\'s NVMe status and (rdma phase not run) CM events on %s: their hooks '
+                   'read the modules\' types; reported unattached, the log saying no module BTF'
+                   % e.get('KERNEL'),
                    str({h: attached.get(h) for h in counting}))
-        self.collectors_ok(start, 'start')
+        cf, tc = 'nvmeof_controller_connect_failures_total', 'nvmeof_target_connects_total'
+        d = lambda a, b, n, **l: self.lc_delta(m[a], m[b], n, **l)  # noqa: E731
+        # fail: the host sees the Connect refusals as the write's -EIO (its NVMe status comes from
+        # nvmf_connect_admin_queue's return, which cannot load here)
+        self.lc_expect(d('start', 'fail', cf, transport='tcp', traddr=ip, trsvcid=4421, error='EIO'), 1,
+                       'fail: host connect failure EIO (no such subsystem)')
+        self.lc_expect(d('start', 'fail', cf, transport='tcp', traddr=ip, trsvcid=4422, error='EIO'), 1,
+                       'fail: host connect failure EIO (host not allowed)')
+        self.lc_expect(d('start', 'fail', cf, transport='tcp', traddr=ip, trsvcid=4499, error='ECONNREFUSED'),
+                       1, 'fail: host connect failure ECONNREFUSED (no listener)')
+        self.lc_expect(d('start', 'fail', cf), 3, 'fail: 3 host connect failures in all')
+        self.lc_expect(d('start', 'fail', tc, nqn='', queue='admin', result='invalid_subsystem'), 1,
+                       'fail: target Connect invalid_subsystem (nqn "": not in the records)')
+        self.lc_expect(d('start', 'fail', tc, nqn='', queue='admin', result='invalid_host'), 1,
+                       'fail: target Connect invalid_host')
+        self.lc_expect(d('start', 'fail', tc), 2, 'fail: 2 target Connects in all')
+        # hosts, path, kato: 3 admin + 3 I/O Connects each
+        for a, b in (('fail', 'hosts'), ('io', 'path'), ('path', 'kato')):
+            self.lc_expect(d(a, b, tc, nqn='', queue='admin', result='success'), 3, '%s: admin Connects' % b)
+            self.lc_expect(d(a, b, tc, nqn='', queue='io', result='success'), 3, '%s: I/O Connects' % b)
+            self.lc_expect(d(a, b, tc), 6, '%s: 6 target Connects in all' % b)
+        self.lc_expect(d('io', 'path', tc, result='invalid_subsystem'), 0, 'path: no Connect refused')
+        # io: the tracepoint programs run per I/O command (each of fio's 2000 reads passes each
+        # tracepoint once, besides the admin commands); the others not at all
+        before, after = self.lc_runs('hosts'), self.lc_runs('io')
+        if before is not None and after is not None:
+            ran = {n: c - before.get(n, 0) for n, c in after.items() if c != before.get(n, 0)}
+            tp = set(self.LC_TP_HOOKS.values())
+            for prog in sorted(tp):
+                self.check(2000 <= ran.get(prog, 0) <= 2100,
+                           'io: %s ran once per I/O command: 2000 to 2100 times' % prog, str(ran.get(prog, 0)))
+            other = {n: c for n, c in ran.items() if n not in tp}
+            self.check(sum(other.values()) < 40, 'io: the other lifecycle programs ran %d times (< 2%%): %s'
+                       % (sum(other.values()), ', '.join('%s %d' % kv for kv in sorted(other.items())) or 'none'))
+        # kato: each controller's keep-alive in flight fails (nvme_complete_rq's status)
+        for c in ctrls:
+            self.lc_expect(d('path', 'kato', 'nvmeof_controller_keep_alive_failures_total', controller=c), 1,
+                           'kato: %s keep-alive failure' % c)
+        print('     keep-alive failures per phase: %s' % ', '.join(
+            '%s %g' % (p, self.lc_counts(m[p], 'nvmeof_controller_keep_alive_failures_total'))
+            for p in ('hosts', 'io', 'path', 'kato')))
+        # rmmod and reload
+        fabrics = 'nvmf_dev_write'
+        self.lc_expect(self.lc_counts(m['rmmod'], 'nvmeof_exporter_bpf_hook_attached', hook=fabrics), 0,
+                       'rmmod: %s hook released' % fabrics)
+        self.lc_expect(self.lc_counts(m['reload'], 'nvmeof_exporter_bpf_hook_attached', hook=fabrics), 1,
+                       'reload: %s hook attached again' % fabrics)
+        self.lc_expect(self.lc_counts(m['reload'], cf, transport='tcp', traddr=ip, trsvcid=4499,
+                                      error='ECONNREFUSED'), 2, 'reload: no-listener failures 1 -> 2')
+        self.check(e.get('RMMOD') == 'ok', 'rmmod nvme_tcp nvme_fabrics with the exporter running')
+        self.exporter_alive()
 
     def scenario_lifecycle(self):
         e = self.env
@@ -81,6 +152,11 @@ class LifecycleChecks:
                                            'reload')}
         for p, s in m.items():
             self.collectors_ok(s, p) if p not in ('before-modules', 'rmmod', 'reload') else None
+        planned = {l['hook'] for p in ('start', 'kato', 'reload') for n, l, v in m[p]
+                   if n == 'nvmeof_exporter_bpf_hook_attached'}
+        self.check(not planned & set(self.LC_TP_HOOKS),
+                   'start..reload: the classic tracepoint hooks are not planned (module BTF)',
+                   str(sorted(planned & set(self.LC_TP_HOOKS))))
         cf, tc = 'nvmeof_controller_connect_failures_total', 'nvmeof_target_connects_total'
         st = 'nvmeof_controller_state_transitions_total'
         # fail
