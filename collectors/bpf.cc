@@ -233,8 +233,12 @@ class BpfCollector : public Collector {
     NvmeofSeriesNames names(options_.paths, snap.names);
     if (!NvmeofCountsHostAtComplete(load_.source && load_.source->NvmeofHost(), options_.bpf)) {
       if (!block) return false;  // no host counts: a failed scrape, not a silent zero
+      const std::map<std::uint64_t, std::string> by_id(snap.names.begin(), snap.names.end());
       for (const auto& s : block->series) {
         auto disk = BlockDeviceName(options_.paths, s.dev);
+        if (auto id = snap.disk_devs.find(s.dev); !disk && id != snap.disk_devs.end()) {
+          if (auto n = by_id.find(id->second); n != by_id.end()) disk = n->second;  // hidden
+        }
         auto labels = disk && !iostats_off.count(*disk) ? names.HostDisk(*disk, s.op) : std::nullopt;
         if (!labels) continue;  // not an NVMe disk (the block series say the rest)
         commands[*labels].count += s.hist.requests;

@@ -148,6 +148,21 @@ class KernelNvmeofSource : public NvmeofSource {
     }
     ForgetCountSlots(bpf_map__fd(maps_->maps.nv_count_slots), ncpus_, ids);
     {
+      const int fd = bpf_map__fd(maps_->maps.nv_devs);
+      std::vector<std::uint32_t> doomed;
+      std::uint32_t dev = 0, next = 0;
+      const void* prev = nullptr;
+      while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        dev = next;
+        prev = &dev;
+        std::uint64_t id = 0;
+        if (bpf_map_lookup_elem(fd, &dev, &id) == 0 &&
+            std::find(ids.begin(), ids.end(), id) != ids.end())
+          doomed.push_back(dev);
+      }
+      for (std::uint32_t d : doomed) bpf_map_delete_elem(fd, &d);
+    }
+    {
       std::lock_guard<std::mutex> lock(untimed_mu_);
       for (std::uint64_t id : ids) decided_.erase(id);
     }
@@ -194,6 +209,17 @@ class KernelNvmeofSource : public NvmeofSource {
     SetMapEntries(out->maps, "nv_paths", paths.size());
     SetMapEntries(out->maps, "nv_commands", commands);
     ReadNames(bpf_map__fd(maps_->maps.nv_names), &out->names);
+    {
+      const int fd = bpf_map__fd(maps_->maps.nv_devs);
+      std::uint32_t dev = 0, next = 0;
+      const void* prev = nullptr;
+      while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        dev = next;
+        prev = &dev;
+        std::uint64_t id = 0;
+        if (bpf_map_lookup_elem(fd, &dev, &id) == 0) out->disk_devs[dev] = id;
+      }
+    }
     int cfd = bpf_map__fd(maps_->maps.nv_counters);
     std::vector<std::uint64_t> values(ncpus_);
     for (std::uint32_t i = 0; i < NVMEOF_NCTR_COUNT; ++i) {

@@ -240,10 +240,21 @@ TEST_F(BpfCollectorTest, FabricNamespacesAreTimedByTheNvmeofStagesOnly) {
 // for a disk the block series leave out (bpf.block_devices, a fabric namespace). With size
 // classes the programs count them (the block count has no size): none come from the block.
 TEST_F(BpfCollectorTest, HostCommandsAreTheBlockCountsOfNvmeDisks) {
+  // A multipath path disk is hidden: no /sys/dev/block entry; the programs keep its dev_t.
+  class HiddenDisk : public IdleNvmeof {
+   public:
+    bool Read(NvmeofSnapshot* out) override {
+      *out = {};
+      out->names = {{7, "nvme1c2n1"}};
+      out->disk_devs = {{259u << 20 | 5, 7}};
+      return true;
+    }
+  };
   Disk("259:0", "nvme0n1");
   Disk("259:1", "nvme1c1n1");
   for (auto [disk, ctrl, transport] :
-       {std::tuple{"nvme0n1", "nvme0", "pcie"}, std::tuple{"nvme1c1n1", "nvme1", "tcp"}}) {
+       {std::tuple{"nvme0n1", "nvme0", "pcie"}, std::tuple{"nvme1c1n1", "nvme1", "tcp"},
+        std::tuple{"nvme1c2n1", "nvme2", "tcp"}}) {
     fs::create_directories(root_ / "block" / disk);
     fs::create_directories(root_ / "class/nvme" / ctrl);
     std::ofstream(root_ / "class/nvme" / ctrl / "transport") << transport << "\n";
@@ -257,10 +268,12 @@ TEST_F(BpfCollectorTest, HostCommandsAreTheBlockCountsOfNvmeDisks) {
     src->ends_host = true;
     src->snap.series = {Series(kVda, NVMEOF_OP_READ, 1), Series(259u << 20, NVMEOF_OP_READ, 2),
                         Series(259u << 20 | 1, NVMEOF_OP_READ, 3),
-                        Series(259u << 20 | 1, NVMEOF_OP_WRITE, 4)};
+                        Series(259u << 20 | 1, NVMEOF_OP_WRITE, 4),
+                        Series(259u << 20 | 5, NVMEOF_OP_READ, 5),
+                        Series(259u << 20 | 6, NVMEOF_OP_READ, 6)};  // neither: no name
     NvmeofLoad nv;
     nv.availability = {true, "ok", ""};
-    nv.source = std::make_unique<IdleNvmeof>();
+    nv.source = std::make_unique<HiddenDisk>();
     auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)), std::move(nv));
     MetricSink sink;
     ASSERT_TRUE(c->Collect(sink));
@@ -269,7 +282,10 @@ TEST_F(BpfCollectorTest, HostCommandsAreTheBlockCountsOfNvmeDisks) {
       EXPECT_EQ(Count(sink, "nvmeof_commands_total"), 0);
       continue;
     }
-    EXPECT_EQ(Count(sink, "nvmeof_commands_total"), 3);
+    EXPECT_EQ(Count(sink, "nvmeof_commands_total"), 4);
+    EXPECT_EQ(Value(sink, "nvmeof_commands_total",
+                    {{"controller", "nvme2"}, {"nvme_namespace", "nvme1n1"}}),
+              5);
     EXPECT_EQ(Value(sink, "nvmeof_commands_total",
                     {{"role", "host"}, {"transport", "tcp"}, {"op", "read"},
                      {"controller", "nvme1"}, {"nvme_namespace", "nvme1n1"}}),

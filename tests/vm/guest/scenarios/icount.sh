@@ -62,6 +62,10 @@ run_paths() { # MODE: one fio run per path and rw, ICOUNT_IOS I/Os each
 			# 100 I/Os first, unmeasured: the first I/O of a run pays for cold caches.
 			fio --name=w --filename="$dev" --rw=$rw --bs=4k --direct=1 --ioengine=psync \
 				--iodepth=1 --number_ios=100 --size=256m >/dev/null 2>&1
+			# The exporter's steady state: within 2 s of a host disk's first sampled command
+			# its watcher marks an NVMe-oF namespace's disk untimed for the block programs
+			# (NVMEOF_CTRL_UNTIMED_BLOCK), and 2,000 I/Os last 0.1 s of icount's guest time.
+			sleep 2.5
 			# A run with one I/O over 2 ms hit a guest timer, not instructions: TCP's 40 ms
 			# delayed ACK now and then stalls one I/O, adding ~20,000 to a 2,000-I/O mean. The
 			# slowest I/O of a normal run is under 0.35 ms (icount-runs.txt: 43,000 on null_blk,
