@@ -381,8 +381,9 @@ static __always_inline bool nv_host_setup(struct request* rq, __u64 id, __u64 ta
 }
 
 /* The host request `id` (start sector `sector`) ends in the block layer: if it is tracked,
- * stamp its end and record it; true when its disk's block series are not served. Its own clock read: sharing the block program's would keep a
- * register live across finish() and make the verifier walk it twice (30% more load time). */
+ * stamp its end and record it; true when its disk's block series are not served. Its own clock
+ * read: sharing the block program's would keep a register live across finish() and make the
+ * verifier walk it twice (30% more load time). */
 static __always_inline bool nv_host_end(__u64 id, __u64 sector) {
   struct cmd c = {.id = id, .tag = sector};
   struct nvmeof_cmd_way* w = stamp(&c, NVMEOF_HP_END);

@@ -239,7 +239,8 @@ class BpfCollector : public Collector {
         if (auto id = snap.disk_devs.find(s.dev); !disk && id != snap.disk_devs.end()) {
           if (auto n = by_id.find(id->second); n != by_id.end()) disk = n->second;  // hidden
         }
-        auto labels = disk && !iostats_off.count(*disk) ? names.HostDisk(*disk, s.op) : std::nullopt;
+        auto labels =
+            disk && !iostats_off.count(*disk) ? names.HostDisk(*disk, s.op) : std::nullopt;
         if (!labels) continue;  // not an NVMe disk (the block series say the rest)
         commands[*labels].count += s.hist.requests;
       }

@@ -404,11 +404,11 @@ void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf) {
       HistMapEntries(together ? bpf.map_memory_max : bpf.map_memory_max / 7 * 6,
                      sizeof(nvmeof_series), sizeof(nvmeof_path_hists), cpus, 16,
                      NVMEOF_SERIES_MAX));
-  bpf_map__set_max_entries(
-      bpf_object__find_map_by_name(obj, "nv_hists"),
-      together ? 1
-               : HistMapEntries(bpf.map_memory_max / 7, sizeof(nvmeof_series),
-                                sizeof(nvmeof_hist), cpus, 16, NVMEOF_SERIES_MAX));
+  bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "nv_hists"),
+                           together
+                               ? 1
+                               : HistMapEntries(bpf.map_memory_max / 7, sizeof(nvmeof_series),
+                                                sizeof(nvmeof_hist), cpus, 16, NVMEOF_SERIES_MAX));
 }
 
 void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* names) {

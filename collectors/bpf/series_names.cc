@@ -20,8 +20,7 @@ NvmeofSeriesNames::Named NvmeofSeriesNames::Name(const nvmeof_series& k, Labels*
     auto it = ctrl_transports_.find(k.id);  // one sysfs read per controller and scrape
     if (it == ctrl_transports_.end()) {
       it = ctrl_transports_
-               .emplace(k.id,
-                        ReadFile(paths_.sysfs + "/class/nvme/" + ctrl + "/transport"))
+               .emplace(k.id, ReadFile(paths_.sysfs + "/class/nvme/" + ctrl + "/transport"))
                .first;
     }
     const auto& t = it->second;
@@ -43,9 +42,8 @@ NvmeofSeriesNames::Named NvmeofSeriesNames::Name(const nvmeof_series& k, Labels*
     auto it = hosts_.find(k.id);
     if (it == hosts_.end()) {
       it = hosts_
-               .emplace(k.id, name == names_.end()
-                                  ? std::nullopt
-                                  : IdentifyNvmeDisk(paths_.sysfs, name->second))
+               .emplace(k.id, name == names_.end() ? std::nullopt
+                                                   : IdentifyNvmeDisk(paths_.sysfs, name->second))
                .first;
     }
     if (!it->second) {

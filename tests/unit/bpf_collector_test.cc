@@ -266,7 +266,8 @@ TEST_F(BpfCollectorTest, HostCommandsAreTheBlockCountsOfNvmeDisks) {
     options_.bpf.size_classes = size_classes;
     auto src = std::make_unique<FakeSource>();
     src->ends_host = true;
-    src->snap.series = {Series(kVda, NVMEOF_OP_READ, 1), Series(259u << 20, NVMEOF_OP_READ, 2),
+    src->snap.series = {Series(kVda, NVMEOF_OP_READ, 1),
+                        Series(259u << 20, NVMEOF_OP_READ, 2),
                         Series(259u << 20 | 1, NVMEOF_OP_READ, 3),
                         Series(259u << 20 | 1, NVMEOF_OP_WRITE, 4),
                         Series(259u << 20 | 5, NVMEOF_OP_READ, 5),
@@ -287,13 +288,17 @@ TEST_F(BpfCollectorTest, HostCommandsAreTheBlockCountsOfNvmeDisks) {
                     {{"controller", "nvme2"}, {"nvme_namespace", "nvme1n1"}}),
               5);
     EXPECT_EQ(Value(sink, "nvmeof_commands_total",
-                    {{"role", "host"}, {"transport", "tcp"}, {"op", "read"},
-                     {"controller", "nvme1"}, {"nvme_namespace", "nvme1n1"}}),
+                    {{"role", "host"},
+                     {"transport", "tcp"},
+                     {"op", "read"},
+                     {"controller", "nvme1"},
+                     {"nvme_namespace", "nvme1n1"}}),
               3);
     EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"op", "write"}, {"controller", "nvme1"}}), 4);
-    EXPECT_EQ(Value(sink, "nvmeof_commands_total",
-                    {{"transport", "pcie"}, {"controller", "nvme0"}, {"nvme_namespace", "nvme0n1"}}),
-              2);
+    EXPECT_EQ(
+        Value(sink, "nvmeof_commands_total",
+              {{"transport", "pcie"}, {"controller", "nvme0"}, {"nvme_namespace", "nvme0n1"}}),
+        2);
   }
 }
 

@@ -72,7 +72,7 @@ TEST(BpfNvmeofPaths, EntryTotalsBecomeEndToEndSeries) {
     h.total.buckets[9] = 2;
   }
   entries[1].first.points |= 1 << NVMEOF_HP_RESPONSE;  // another set, the same first and last
-  entries[2].second.total = {};                         // kept in nv_hists
+  entries[2].second.total = {};                        // kept in nv_hists
   entries[2].first.points &= ~(1U << NVMEOF_HP_ALLOC);
   std::vector<NvmeofSeries> totals;
   for (const auto& s : PathSpans(entries)) {

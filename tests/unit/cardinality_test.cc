@@ -11,8 +11,8 @@
 #include <string>
 
 #include "collectors/bpf.h"
-#include "collectors/bpf/options.h"
 #include "collectors/bpf/nvmeof.h"
+#include "collectors/bpf/options.h"
 #include "collectors/registry.h"
 #include "tests/unit/scratch_tree.h"
 
