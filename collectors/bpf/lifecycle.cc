@@ -79,11 +79,8 @@ const std::vector<HookSpec>& LifecycleHooks() {
       Fn("nvmet_ctrl_free", "nvmet", "nvmet_ctrl_free", "lc_free_kprobe", "lc_free_fentry"),
       Fn("nvmet_keep_alive_timer", "nvmet", "nvmet_keep_alive_timer", "lc_ka_timer_kprobe",
          "lc_ka_timer_fentry"),
-      // Without module BTF (5.10): keep-alives from the host's command tracepoints, Connects
-      // from the target's.
-      Tp("nvme_setup_cmd_admin", "nvme_core", "nvme/nvme_setup_cmd", "lc_setup_tp", kLcSetupFields),
-      Tp("nvme_complete_rq_admin", "nvme_core", "nvme/nvme_complete_rq", "lc_done_tp",
-         kLcDoneFields),
+      // Without module BTF (5.10): the target's Connects from its command tracepoints (not the
+      // host's keep-alives: bpf/lifecycle_tp.bpf.h).
       Tp("nvmet_req_init_connect", "nvmet", "nvmet/nvmet_req_init", "lc_tinit_tp",
          kLcTargetInitFields),
       Tp("nvmet_req_complete_connect", "nvmet", "nvmet/nvmet_req_complete", "lc_tdone_tp",
@@ -301,8 +298,7 @@ constexpr std::string_view kHelpConnectFail =
     "errno) and reconnects whose Connect command failed.";
 constexpr std::string_view kHelpKaFail =
     "Host keep-alive commands that completed with an error (kernels with "
-    "nvme_keep_alive_end_io, and kernels without module BTF through the command tracepoints: "
-    "not Debian's 6.1).";
+    "nvme_keep_alive_end_io and module BTF: not Debian's 6.1 or 5.10).";
 constexpr std::string_view kHelpTConnect =
     "Fabrics Connect commands received by this target, by queue (admin, io) and result (nqn "
     "\"\" where not known: kernels without module BTF).";

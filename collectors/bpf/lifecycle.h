@@ -27,8 +27,6 @@ std::vector<HookSpec> LifecycleModuleHooks(std::string_view module, bool module_
 
 // The record fields the classic tracepoint programs read (bpf/lifecycle_tp.bpf.h), by the names
 // in their format files.
-inline constexpr std::string_view kLcSetupFields = "ctrl_id,qid,cid,opcode";
-inline constexpr std::string_view kLcDoneFields = "ctrl_id,qid,cid,status";
 inline constexpr std::string_view kLcTargetInitFields = "cid,opcode,fctype,cdw10";
 inline constexpr std::string_view kLcTargetDoneFields = "qid,cid,result,status";
 

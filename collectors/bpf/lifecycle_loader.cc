@@ -159,14 +159,6 @@ class KernelLifecycleSource : public LifecycleSource {
     if (!skel) return skel;
     auto& r = *skel->rodata;
     const TracepointSlot slots[] = {
-        {"nvme/nvme_setup_cmd", "ctrl_id", &r.lc_setup_ctrl},
-        {"nvme/nvme_setup_cmd", "qid", &r.lc_setup_qid},
-        {"nvme/nvme_setup_cmd", "cid", &r.lc_setup_cid},
-        {"nvme/nvme_setup_cmd", "opcode", &r.lc_setup_opcode},
-        {"nvme/nvme_complete_rq", "ctrl_id", &r.lc_done_ctrl},
-        {"nvme/nvme_complete_rq", "qid", &r.lc_done_qid},
-        {"nvme/nvme_complete_rq", "cid", &r.lc_done_cid},
-        {"nvme/nvme_complete_rq", "status", &r.lc_done_status},
         {"nvmet/nvmet_req_init", "cid", &r.lc_tinit_cid},
         {"nvmet/nvmet_req_init", "opcode", &r.lc_tinit_opcode},
         {"nvmet/nvmet_req_init", "fctype", &r.lc_tinit_fctype},

@@ -23,10 +23,11 @@ scrapes taken after each of its phases (metrics-<phase>.prom):
   reload  they are back, and the no-listener connect failure count went from 1 to 2.
 Without module BTF (5.10) the scenario skips rdma; the classic tracepoint hooks count instead
 (lifecycle_without_module_btf): the same host connect failures (EIO for the two refused
-Connects: no NVMe status there), the target's Connects (nqn "": the records do not name it) in
-fail, hosts, path and kato, and the host keep-alive failures in kato; in io the four
-tracepoint programs run once per I/O command. Named skips: state transitions, keep-alive
-expiries, target controllers and CM events, whose hooks read the modules' types.
+Connects: no NVMe status there) and the target's Connects (nqn "": the records do not name it)
+in fail, hosts, path and kato; in io the two tracepoint programs run once per I/O command.
+Named skips: state transitions, keep-alive expiries, target controllers and CM events, whose
+hooks read the modules' types, and the host's keep-alive failures (no hook: nvme_core's command
+tracepoints would cost every host command, bpf/lifecycle_tp.bpf.h).
 """
 import json
 import os
@@ -55,14 +56,12 @@ class LifecycleChecks:
         return {p['name']: p.get('run_cnt', 0) for p in progs if p.get('name', '').startswith(LC_PROGRAM_PREFIX)}
 
     # The classic tracepoint hooks of kernels without module BTF, and their programs.
-    LC_TP_HOOKS = {'nvme_setup_cmd_admin': 'lc_setup_tp', 'nvme_complete_rq_admin': 'lc_done_tp',
-                   'nvmet_req_init_connect': 'lc_tinit_tp', 'nvmet_req_complete_connect': 'lc_tdone_tp'}
+    LC_TP_HOOKS = {'nvmet_req_init_connect': 'lc_tinit_tp', 'nvmet_req_complete_connect': 'lc_tdone_tp'}
 
     def lifecycle_without_module_btf(self):
         """5.10 (guest/scenarios/lifecycle.sh): the hooks that read the modules' types cannot
         load and are reported unattached, the exporter's log saying there is no module BTF
-        (named skips); the classic tracepoint hooks count keep-alive failures and the target's
-        Connects, exactly."""
+        (named skips); the classic tracepoint hooks count the target's Connects, exactly."""
         e = self.env
         ip = e['TRADDR']
         ctrls = [e['CTRL1'], e['CTRL2'], e['CTRL3']]
@@ -121,13 +120,12 @@ class LifecycleChecks:
             other = {n: c for n, c in ran.items() if n not in tp}
             self.check(sum(other.values()) < 40, 'io: the other lifecycle programs ran %d times (< 2%%): %s'
                        % (sum(other.values()), ', '.join('%s %d' % kv for kv in sorted(other.items())) or 'none'))
-        # kato: each controller's keep-alive in flight fails (nvme_complete_rq's status)
-        for c in ctrls:
-            self.lc_expect(d('path', 'kato', 'nvmeof_controller_keep_alive_failures_total', controller=c), 1,
-                           'kato: %s keep-alive failure' % c)
-        print('     keep-alive failures per phase: %s' % ', '.join(
-            '%s %g' % (p, self.lc_counts(m[p], 'nvmeof_controller_keep_alive_failures_total'))
-            for p in ('hosts', 'io', 'path', 'kato')))
+        # kato: the host's keep-alive failures are not counted here (no hook: nvme_core's command
+        # tracepoints would cost every host command); the series stays absent, not zero
+        ka = 'nvmeof_controller_keep_alive_failures_total'
+        self.check(all(not self.find(m[p], ka) for p in ('hosts', 'io', 'path', 'kato')),
+                   'SKIP host keep-alive failures on %s: not hooked (nvme_core\'s command tracepoints '
+                   'would cost every host command); %s absent, not 0' % (e.get('KERNEL'), ka))
         # rmmod and reload
         fabrics = 'nvmf_dev_write'
         self.lc_expect(self.lc_counts(m['rmmod'], 'nvmeof_exporter_bpf_hook_attached', hook=fabrics), 0,

@@ -18,7 +18,7 @@
 #             running (kprobes do not pin them), their hooks leave hook_attached, and come back
 #             on modprobe: a failed connect after it is counted on top of the earlier ones.
 # Without module BTF (5.10) the hooks that read nvme_core's, nvme_fabrics' or nvmet's types cannot
-# load; the counting left to the classic tracepoint hooks (keep-alives, Connects) and to
+# load; the counting left to the classic tracepoint hooks (the target's Connects) and to
 # nvmf_dev_write runs through the same phases, rdma aside (its CM hook reads rdma_cm's types).
 . /opt/vm/lib.sh
 conf SCENARIO lifecycle
@@ -39,10 +39,10 @@ lc_attached() {
 	timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
 		grep -cE '^nvmeof_exporter_bpf_hook_attached\{hook="(nvme_change_ctrl_state|nvmf_dev_write|nvmf_connect_admin_queue|nvmet_execute_admin_connect|nvmet_execute_io_connect|nvmet_alloc_ctrl|nvmet_ctrl_free|nvmet_keep_alive_timer)(_return)?".*\} 1$'
 }
-# Without module BTF: the classic tracepoint hooks and nvmf_dev_write_return (5 in all).
+# Without module BTF: the classic tracepoint hooks and nvmf_dev_write_return (3 in all).
 lc_tp_attached() {
 	timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
-		grep -cE '^nvmeof_exporter_bpf_hook_attached\{hook="(nvme_setup_cmd_admin|nvme_complete_rq_admin|nvmet_req_init_connect|nvmet_req_complete_connect|nvmf_dev_write_return)",mechanism="(tracepoint|kprobe)".*\} 1$'
+		grep -cE '^nvmeof_exporter_bpf_hook_attached\{hook="(nvmet_req_init_connect|nvmet_req_complete_connect|nvmf_dev_write_return)",mechanism="(tracepoint|kprobe)".*\} 1$'
 }
 wait_lc() { # N SECONDS WHAT
 	deadline "$2"
@@ -89,10 +89,10 @@ NO_BTF=0
 if no_module_btf nvmet; then
 	NO_BTF=1
 	conf NO_MODULE_BTF 1
-	for e in nvme/nvme_setup_cmd nvme/nvme_complete_rq nvmet/nvmet_req_init nvmet/nvmet_req_complete; do
+	for e in nvmet/nvmet_req_init nvmet/nvmet_req_complete; do
 		cat /sys/kernel/tracing/events/$e/format >"$R/format-${e#*/}.txt" 2>&1
 	done
-	LC_ATTACHED=lc_tp_attached LC_HOOKS=5
+	LC_ATTACHED=lc_tp_attached LC_HOOKS=3
 else
 	# 8 entry + 6 return hooks of nvme_core, nvme_fabrics and nvmet (keep-alive end_io aside).
 	LC_ATTACHED=lc_attached LC_HOOKS=14
