@@ -16,9 +16,13 @@
  * instructions more per NVMe/TCP command (tests/bench/README.md "Round 12"), to count a rare
  * event; not hooked.
  *
- * A Connect is known by its command id alone: the init record has no controller yet (the queue
- * is not bound to one until it completes) and the queue id 0 also for an I/O queue's Connect
- * (set when it completes). What each record holds: docs/metrics.md "Connection lifecycle". */
+ * A Connect is known by its command id and the task both of its tracepoints fire in: the init
+ * record has no controller yet (the queue is not bound to one until it completes) and the queue
+ * id 0 also for an I/O queue's Connect (set when it completes), and hosts that connect at once
+ * send their Connects under the same command id (the VM scenario's reconnecting hosts lost one
+ * of three to a key of the command id alone); nvmet executes a Connect where it received it and
+ * completes it there (its queue's work item, or the RDMA completion handler), so the two
+ * records come from one task. What each record holds: docs/metrics.md "Connection lifecycle". */
 #include "tp_field.bpf.h"
 
 #define NVME_FABRICS_COMMAND 0x7f
@@ -29,13 +33,18 @@ const volatile struct nvmeof_tp_field lc_tinit_cid = {}, lc_tinit_opcode = {}, l
 const volatile struct nvmeof_tp_field lc_tdone_qid = {}, lc_tdone_cid = {}, lc_tdone_result = {},
                                       lc_tdone_status = {};
 
-/* Connects in flight, by command id -> the Connect's queue (its command's QID field: 0 admin,
- * else I/O). Never an I/O command. LRU: one whose completion never came (its queue torn down
- * first) does not leak. */
+struct lc_tp_key {
+  __u32 cid;
+  __u32 pid; /* the task the tracepoints fire in */
+};
+
+/* Connects in flight -> the Connect's queue (its command's QID field: 0 admin, else I/O).
+ * Never an I/O command. LRU: one whose completion never came (its queue torn down first) does
+ * not leak. */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 256);
-  __type(key, __u32);
+  __type(key, struct lc_tp_key);
   __type(value, __u32);
 } lc_tp_cmds SEC(".maps");
 
@@ -68,19 +77,24 @@ static __always_inline __u64* lc_tp_waiting_count(void) {
   return bpf_map_lookup_elem(&lc_tp_waiting, &zero);
 }
 
-static __always_inline void lc_tp_wait(__u32 cid, __u32 qid) {
+static __always_inline struct lc_tp_key lc_tp_key_of(__u32 cid) {
+  struct lc_tp_key key = {.cid = cid, .pid = (__u32)bpf_get_current_pid_tgid()};
+  return key;
+}
+
+static __always_inline void lc_tp_wait(const struct lc_tp_key* key, __u32 qid) {
   __u64* n = lc_tp_waiting_count();
   if (!n) return;
-  if (bpf_map_update_elem(&lc_tp_cmds, &cid, &qid, BPF_NOEXIST) == 0) {
+  if (bpf_map_update_elem(&lc_tp_cmds, key, &qid, BPF_NOEXIST) == 0) {
     __sync_fetch_and_add(n, 1);
   } else {
-    bpf_map_update_elem(&lc_tp_cmds, &cid, &qid, BPF_EXIST);
+    bpf_map_update_elem(&lc_tp_cmds, key, &qid, BPF_EXIST);
   }
 }
 
-static __always_inline void lc_tp_forget(__u32 cid) {
+static __always_inline void lc_tp_forget(const struct lc_tp_key* key) {
   __u64* n = lc_tp_waiting_count();
-  if (n && bpf_map_delete_elem(&lc_tp_cmds, &cid) == 0) __sync_fetch_and_add(n, -1);
+  if (n && bpf_map_delete_elem(&lc_tp_cmds, key) == 0) __sync_fetch_and_add(n, -1);
 }
 
 static __always_inline bool lc_tp_idle(void) {
@@ -92,24 +106,26 @@ static __always_inline bool lc_tp_idle(void) {
 
 SEC("tracepoint/nvmet/nvmet_req_init")
 int lc_tinit_tp(void* ctx) {
+  struct lc_tp_key key;
   __u8* rec;
   if (tp_field_of(ctx, &lc_tinit_opcode) != NVME_FABRICS_COMMAND) return 0;
   if (!(rec = lc_tp_copy(ctx)) || tp_field(rec, &lc_tinit_fctype) != NVME_FABRICS_CONNECT) return 0;
   if (lc_tinit_cdw10.offset > NVMEOF_TP_SPAN - 4) return 0;
-  /* the Connect's QID: cdw10's upper half */
-  lc_tp_wait((__u32)tp_field(rec, &lc_tinit_cid), *(const __u16*)(rec + lc_tinit_cdw10.offset + 2));
+  key = lc_tp_key_of((__u32)tp_field(rec, &lc_tinit_cid));
+  lc_tp_wait(&key, *(const __u16*)(rec + lc_tinit_cdw10.offset + 2)); /* QID: cdw10's upper half */
   return 0;
 }
 
 SEC("tracepoint/nvmet/nvmet_req_complete")
 int lc_tdone_tp(void* ctx) {
   struct nvmeof_lc_key* k;
-  __u32 cid, qid, *connect_qid, queue;
+  struct lc_tp_key key;
+  __u32 qid, *connect_qid, queue;
   __u8* rec;
   if (lc_tp_idle()) return 0; /* no Connect in flight */
   if (!(rec = lc_tp_copy(ctx))) return 0;
-  cid = (__u32)tp_field(rec, &lc_tdone_cid);
-  connect_qid = bpf_map_lookup_elem(&lc_tp_cmds, &cid);
+  key = lc_tp_key_of((__u32)tp_field(rec, &lc_tdone_cid));
+  connect_qid = bpf_map_lookup_elem(&lc_tp_cmds, &key);
   if (!connect_qid) return 0;
   /* The record's queue is the completion queue's id: the Connect's own QID once the queue is
    * set up, 0 before (the admin queue, or a Connect refused early). Another queue's command
@@ -117,7 +133,7 @@ int lc_tdone_tp(void* ctx) {
   qid = (__u32)tp_field(rec, &lc_tdone_qid);
   if (qid != 0 && qid != *connect_qid) return 0;
   queue = *connect_qid ? NVMEOF_LC_QUEUE_IO : NVMEOF_LC_QUEUE_ADMIN;
-  lc_tp_forget(cid);
+  lc_tp_forget(&key);
   if (!(k = new_key(NVMEOF_LC_TARGET_CONNECT))) return 0;
   k->a = queue;
   /* status: the completion's status field >> 1 (with DNR); the record has no subsystem NQN, so
