@@ -220,8 +220,26 @@ class BpfCollector : public Collector {
   }
 
   // NVMe-oF stages: hooks (of loaded modules), commands, stage and end-to-end histograms.
-  // block: the block collector's snapshot, whose counts of NVMe disks are the host's command
-  // counts where nvme_complete_rq does not count them (NvmeofCountsHostAtComplete).
+  // Each NVMe disk's block count as its host command count (where nvme_complete_rq does not
+  // count them: NvmeofCountsHostAtComplete); false without a block snapshot.
+  bool AddHostCounts(const BlockSnapshot* block, const std::set<std::string>& iostats_off,
+                     const NvmeofSnapshot& snap, NvmeofSeriesNames& names,
+                     std::map<Labels, HistSum>* commands) const {
+    if (!block) return false;
+    const std::map<std::uint64_t, std::string> by_id(snap.names.begin(), snap.names.end());
+    for (const auto& s : block->series) {
+      auto disk = BlockDeviceName(options_.paths, s.dev);
+      if (auto id = snap.disk_devs.find(s.dev); !disk && id != snap.disk_devs.end()) {
+        if (auto n = by_id.find(id->second); n != by_id.end()) disk = n->second;  // hidden
+      }
+      auto labels = disk && !iostats_off.count(*disk) ? names.HostDisk(*disk, s.op) : std::nullopt;
+      if (!labels) continue;  // not an NVMe disk (the block series say the rest)
+      (*commands)[*labels].count += s.hist.requests;
+    }
+    return true;
+  }
+
+  // block: the block collector's snapshot (AddHostCounts).
   bool CollectNvmeof(const BlockSnapshot* block, const std::set<std::string>& iostats_off,
                      MetricSink& out) {
     using Named = NvmeofSeriesNames::Named;
@@ -231,20 +249,9 @@ class BpfCollector : public Collector {
     if (!ok) return false;
     std::map<Labels, HistSum> stages, totals, commands;
     NvmeofSeriesNames names(options_.paths, snap.names);
-    if (!NvmeofCountsHostAtComplete(load_.source && load_.source->NvmeofHost(), options_.bpf)) {
-      if (!block) return false;  // no host counts: a failed scrape, not a silent zero
-      const std::map<std::uint64_t, std::string> by_id(snap.names.begin(), snap.names.end());
-      for (const auto& s : block->series) {
-        auto disk = BlockDeviceName(options_.paths, s.dev);
-        if (auto id = snap.disk_devs.find(s.dev); !disk && id != snap.disk_devs.end()) {
-          if (auto n = by_id.find(id->second); n != by_id.end()) disk = n->second;  // hidden
-        }
-        auto labels =
-            disk && !iostats_off.count(*disk) ? names.HostDisk(*disk, s.op) : std::nullopt;
-        if (!labels) continue;  // not an NVMe disk (the block series say the rest)
-        commands[*labels].count += s.hist.requests;
-      }
-    }
+    if (!NvmeofCountsHostAtComplete(load_.source && load_.source->NvmeofHost(), options_.bpf) &&
+        !AddHostCounts(block, iostats_off, snap, names, &commands))
+      return false;                   // no host counts: a failed scrape, not a silent zero
     std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began
     for (const auto& s : snap.series) {
       const auto& k = s.key;

@@ -21,7 +21,7 @@ struct BpfOptions {
   // default: they cost about as much again per command as the tracepoints (tests/bench).
   bool transport_stages = false;
   std::string btf_path;             // external BTF file or directory, for kernels without BTF
-  std::uint32_t sample_every = 16;  // time 1 in N; counts stay exact (why 16: tests/bench)
+  std::uint32_t sample_every = 32;  // time 1 in N; counts stay exact (why 32: tests/bench)
   std::vector<double> buckets;      // classic upper bounds in seconds; empty = the default 16
   // What protobuf scrapes carry for latency histograms: native (schema-3 sparse buckets, count,
   // sum), classic (the classic buckets, as text scrapes) or both (for scrape_classic_histograms).
