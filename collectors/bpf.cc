@@ -249,7 +249,10 @@ class BpfCollector : public Collector {
     if (!ok) return false;
     std::map<Labels, HistSum> stages, totals, commands;
     NvmeofSeriesNames names(options_.paths, snap.names);
-    if (!NvmeofCountsHostAtComplete(load_.source && load_.source->NvmeofHost(), options_.bpf) &&
+    const HookPlan* end = load_.plan.Find(kHookBlockComplete);
+    const bool at_io_done = end && end->chosen && end->chosen->accounted;
+    if (!NvmeofCountsHostAtComplete(load_.source && load_.source->NvmeofHost() && at_io_done,
+                                    options_.bpf) &&
         !AddHostCounts(block, iostats_off, snap, names, &commands))
       return false;                   // no host counts: a failed scrape, not a silent zero
     std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began

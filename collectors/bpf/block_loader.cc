@@ -166,7 +166,9 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
     skel->rodata->stage_detail = NvmeofStageDetail(options);
     skel->rodata->total_in_paths = NvmeofTotalInPaths(options);
     skel->rodata->size_classes = options.size_classes;
-    skel->rodata->count_host = NvmeofCountsHostAtComplete(nvmeof_host, options);
+    const HookPlan* end = load.plan.Find(kHookBlockComplete);
+    skel->rodata->count_host = NvmeofCountsHostAtComplete(
+        nvmeof_host && end && end->chosen && end->chosen->accounted, options);
     if (nvmeof_host) {
       SizeNvmeofStageMaps(skel->obj, options);
     } else {

@@ -38,7 +38,9 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
   skel->rodata->total_in_paths = NvmeofTotalInPaths(bpf);
   skel->rodata->transport_stages = bpf.transport_stages;
-  skel->rodata->count_host = NvmeofCountsHostAtComplete(in_block.count(kHookNvmeRqEnd) > 0, bpf);
+  const auto end = in_block.find(kHookNvmeRqEnd);
+  skel->rodata->count_host =
+      NvmeofCountsHostAtComplete(end != in_block.end() && end->second.accounted, bpf);
   SetNvmetTracepointFields(paths, skel.get());
   skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);
   SizeNvmeofStageMaps(skel->obj, bpf);
