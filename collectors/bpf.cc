@@ -220,6 +220,12 @@ class BpfCollector : public Collector {
   }
 
   // NVMe-oF stages: hooks (of loaded modules), commands, stage and end-to-end histograms.
+  bool BlockEndsHostAtIoDone() const {
+    const HookPlan* end = load_.plan.Find(kHookBlockComplete);
+    return load_.source && load_.source->NvmeofHost() && end && end->chosen &&
+           end->chosen->accounted;
+  }
+
   // Each NVMe disk's block count as its host command count (where nvme_complete_rq does not
   // count them: NvmeofCountsHostAtComplete); false without a block snapshot.
   bool AddHostCounts(const BlockSnapshot* block, const std::set<std::string>& iostats_off,
@@ -249,10 +255,7 @@ class BpfCollector : public Collector {
     if (!ok) return false;
     std::map<Labels, HistSum> stages, totals, commands;
     NvmeofSeriesNames names(options_.paths, snap.names);
-    const HookPlan* end = load_.plan.Find(kHookBlockComplete);
-    const bool at_io_done = end && end->chosen && end->chosen->accounted;
-    if (!NvmeofCountsHostAtComplete(load_.source && load_.source->NvmeofHost() && at_io_done,
-                                    options_.bpf) &&
+    if (!NvmeofCountsHostAtComplete(BlockEndsHostAtIoDone(), options_.bpf) &&
         !AddHostCounts(block, iostats_off, snap, names, &commands))
       return false;                   // no host counts: a failed scrape, not a silent zero
     std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began

@@ -38,9 +38,8 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
   skel->rodata->total_in_paths = NvmeofTotalInPaths(bpf);
   skel->rodata->transport_stages = bpf.transport_stages;
-  const auto end = in_block.find(kHookNvmeRqEnd);
-  skel->rodata->count_host =
-      NvmeofCountsHostAtComplete(end != in_block.end() && end->second.accounted, bpf);
+  skel->rodata->count_host = NvmeofCountsHostAtComplete(
+      in_block.count(kHookNvmeRqEnd) && in_block.at(kHookNvmeRqEnd).accounted, bpf);
   SetNvmetTracepointFields(paths, skel.get());
   skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);
   SizeNvmeofStageMaps(skel->obj, bpf);
