@@ -65,12 +65,7 @@ struct {
   __type(value, __u8[NVMEOF_TP_SPAN]);
 } lc_tp_record SEC(".maps");
 
-static __always_inline __u8* lc_tp_copy(void* ctx) {
-  __u32 zero = 0;
-  __u8* rec = bpf_map_lookup_elem(&lc_tp_record, &zero);
-  if (rec && bpf_probe_read_kernel(rec, NVMEOF_TP_SPAN, ctx)) return 0;
-  return rec;
-}
+static __always_inline __u8* lc_tp_copy(void* ctx) { return tp_copy(&lc_tp_record, ctx); }
 
 static __always_inline __u64* lc_tp_waiting_count(void) {
   __u32 zero = 0;

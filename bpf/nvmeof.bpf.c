@@ -308,12 +308,7 @@ struct {
   __type(value, __u8[NVMEOF_TP_SPAN]);
 } nv_tp_record SEC(".maps");
 
-static __always_inline __u8* tp_record(void* ctx) {
-  __u32 zero = 0;
-  __u8* rec = bpf_map_lookup_elem(&nv_tp_record, &zero);
-  if (rec && bpf_probe_read_kernel(rec, NVMEOF_TP_SPAN, ctx)) return 0;
-  return rec;
-}
+static __always_inline __u8* tp_record(void* ctx) { return tp_copy(&nv_tp_record, ctx); }
 
 SEC("tracepoint/nvmet/nvmet_req_init")
 int nv_t_init_tp(void* ctx) {

@@ -22,6 +22,15 @@ static __always_inline __u64 tp_field(const __u8* rec, const volatile struct nvm
   return 0;
 }
 
+/* The record's first NVMEOF_TP_SPAN bytes copied into `scratch` (a one-entry per-CPU array of
+ * that size, the object's own), or 0. */
+static __always_inline __u8* tp_copy(void* scratch, void* ctx) {
+  __u32 zero = 0;
+  __u8* rec = bpf_map_lookup_elem(scratch, &zero);
+  if (rec && bpf_probe_read_kernel(rec, NVMEOF_TP_SPAN, ctx)) return 0;
+  return rec;
+}
+
 /* One field read straight from the record, without the copy: for a program that most of the
  * time needs just that field to return (one small read instead of NVMEOF_TP_SPAN bytes). ~0 when
  * the read fails. */
