@@ -60,6 +60,15 @@ struct {
   __type(value, struct nvmeof_count_slot);
 } nv_count_slots SEC(".maps");
 
+/* Series id -> name: the host disk's name (gendisk address -> "nvme0c1n1") or the target
+ * subsystem's NQN (nvmet_subsys address). Written when a series' first command completes. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u64);
+  __type(value, char[NVMEOF_NQN_SIZE]);
+} nv_names SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
@@ -179,15 +188,13 @@ static __always_inline void on_rdma_sent(__u64 id, struct request* rq, bool dire
 }
 
 static __always_inline void on_complete_rq(struct request* rq, bool direct) {
+  union count_key k;
+  __u64 disk = host_disk(rq, direct);
   struct cmd c;
-  if (count_host) {
-    union count_key k;
-    __u64 disk = host_disk(rq, direct);
-    if (!disk) return; /* admin and fabrics commands */
-    count_key(&k, disk, 0, NVMEOF_ROLE_HOST, nvmeof_rq_op(rq, direct),
-              nv_size_class(NVMEOF_READ(direct, rq, __data_len)), 0);
-    count_command(&k, disk + bpf_core_field_offset(struct gendisk, disk_name), false);
-  }
+  if (!disk) return; /* admin and fabrics commands */
+  count_key(&k, disk, 0, NVMEOF_ROLE_HOST, nvmeof_rq_op(rq, direct),
+            nv_size_class(NVMEOF_READ(direct, rq, __data_len)), 0);
+  count_command(&k, disk + bpf_core_field_offset(struct gendisk, disk_name), false);
   if (host_sampled(rq, as_id(rq, direct), direct, &c)) stamp(&c, NVMEOF_HP_COMPLETE);
 }
 

@@ -21,10 +21,6 @@ const volatile bool size_classes = false;
 /* The end to end is served with the stages' identity (bpf.stage_detail, bpf.command_detail: all
  * but per-controller stages with per-namespace end to end): it lives in their nv_paths entry. */
 const volatile bool total_in_paths = true;
-/* Host commands are counted at nvme_complete_rq (nvmeof.bpf.c). Off where block.bpf.c ends them
- * and no size class is wanted: the block collector's exact count of their disk, which runs there
- * anyway, is their count (collectors/bpf.cc), and names the disks here (host_ctrl). */
-const volatile bool count_host = true;
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -260,26 +256,6 @@ static __always_inline void finish(struct nvmeof_inflight* e, int points) {
   }
 }
 
-/* Series id -> name: the host disk's name (gendisk address -> "nvme0c1n1") or the target
- * subsystem's NQN (nvmet_subsys address). Written when a series' first command is counted, or
- * without count_host when a host disk's first command is sampled. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 1024);
-  __type(key, __u64);
-  __type(value, char[NVMEOF_NQN_SIZE]);
-} nv_names SEC(".maps");
-
-/* Host disk dev_t -> its gendisk address, written with its name (no count_host): a multipath
- * path disk (nvme0c1n1) is hidden, with no /sys/dev/block entry to name the block count of its
- * dev_t by, and that count is its host command count. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 1024);
-  __type(key, __u32);
-  __type(value, __u64);
-} nv_devs SEC(".maps");
-
 /* Host disk (gendisk address) -> its controller's instance (nvme<N>) + 1, for stage spans at
  * controller detail (0: not an nvme disk name), parsed from the name at its first sampled
  * command; and NVMEOF_CTRL_UNTIMED_BLOCK, which the exporter sets (nvmeof_maps.h). */
@@ -317,15 +293,13 @@ static __always_inline void host_series(struct request* rq, bool direct, __u64 d
 
 /* A host disk's nv_ctrl value: its controller instance + 1 (0: not an nvme disk name), parsed
  * from its name once, and NVMEOF_CTRL_UNTIMED_BLOCK once the exporter set it; 0 where nothing
- * needs it (namespace detail with count_host). Without count_host, the disk's first sampled
- * command also names it in nv_names and keeps its dev_t in nv_devs. */
-static __always_inline __u32 host_ctrl(__u64 disk, struct request* rq, bool direct) {
+ * needs it (namespace detail). */
+static __always_inline __u32 host_ctrl(__u64 disk) {
   char name[32] = {};
   __u32* known;
-  __u32 v, dev, zero = 0;
-  void *z, *dst;
+  __u32 v;
   int ctrl;
-  if (stage_detail != NVMEOF_DETAIL_CONTROLLER && count_host) return 0;
+  if (stage_detail != NVMEOF_DETAIL_CONTROLLER) return 0;
   known = bpf_map_lookup_elem(&nv_ctrl, &disk);
   if (known) return *known;
   bpf_probe_read_kernel_str(name, sizeof(name),
@@ -333,13 +307,6 @@ static __always_inline __u32 host_ctrl(__u64 disk, struct request* rq, bool dire
   ctrl = nvmeof_ctrl_instance(name);
   v = ctrl >= 0 ? (__u32)ctrl + 1 : 0;
   bpf_map_update_elem(&nv_ctrl, &disk, &v, BPF_ANY);
-  if (!count_host && (z = bpf_map_lookup_elem(&nv_zero, &zero))) {
-    bpf_map_update_elem(&nv_names, &disk, z, BPF_NOEXIST); /* zeroed, longer than a name */
-    dst = bpf_map_lookup_elem(&nv_names, &disk);
-    if (dst) __builtin_memcpy(dst, name, sizeof(name));
-    dev = nvmeof_rq_devt(rq, direct);
-    if (dev) bpf_map_update_elem(&nv_devs, &dev, &disk, BPF_ANY);
-  }
   return v;
 }
 
@@ -372,7 +339,7 @@ static __always_inline bool nv_host_setup(struct request* rq, __u64 id, __u64 ta
   if (start && start <= now) e.ts[NVMEOF_HP_ALLOC] = start;
   e.ts[NVMEOF_HP_SETUP] = now;
   host_series(rq, direct, disk, &e.series);
-  ctrl = host_ctrl(disk, rq, direct);
+  ctrl = host_ctrl(disk);
   if (stage_detail == NVMEOF_DETAIL_CONTROLLER) e.stage_id = ctrl & ~NVMEOF_CTRL_UNTIMED_BLOCK;
   e.untimed_block = ctrl & NVMEOF_CTRL_UNTIMED_BLOCK;
   nv_event(NVMEOF_NCTR_SAMPLED_HOST);

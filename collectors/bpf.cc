@@ -76,12 +76,10 @@ class BpfCollector : public Collector {
               "1 if eBPF stage latency is collected; else 0 and `reason` says why.",
               {{"reason", load_.availability.reason}}, load_.availability.ok ? 1 : 0);
     EmitHooks(load_.plan, load_.source != nullptr, out);
-    const std::set<std::string>& iostats_off = IostatsOff();
-    BlockSnapshot snap;
-    const bool block_read = load_.source && load_.source->Read(&snap);
     bool ok = true;
-    if (nvmeof_.source) ok = CollectNvmeof(block_read ? &snap : nullptr, iostats_off, out);
+    if (nvmeof_.source) ok = CollectNvmeof(out);
     if (lifecycle_.source) ok = CollectLifecycle(out) && ok;
+    const std::set<std::string>& iostats_off = IostatsOff();
     for (const auto& disk : iostats_off) {
       out.Gauge("nvmeof_exporter_bpf_disk_iostats_off",
                 "1 for a blk-mq disk whose queue/iostats is 0 while requests end at "
@@ -92,7 +90,8 @@ class BpfCollector : public Collector {
     // Unavailable BPF is reported above, not a failed scrape: it would only alert twice.
     if (!load_.source) return ok;
 
-    if (!block_read) return false;
+    BlockSnapshot snap;
+    if (!load_.source->Read(&snap)) return false;
     out.Gauge("nvmeof_exporter_bpf_sample_every",
               "Latency is timed for 1 in this many requests; request counts are exact.", {},
               options_.bpf.sample_every ? options_.bpf.sample_every : 1);
@@ -131,8 +130,9 @@ class BpfCollector : public Collector {
   void EmitBlock(const BlockSnapshot& snap, const std::set<std::string>& iostats_off,
                  MetricSink& out) {
     const auto& bounds = layout_.bounds();
+    DiskNames disks(options_.paths);
     for (const auto& s : snap.series) {
-      auto name = BlockDeviceName(options_.paths, s.dev);
+      auto name = disks.Name(s.dev);
       if (!name || iostats_off.count(*name)) {  // no disk (dev 0), removed since, or unreported
         out.Skip();
         continue;
@@ -220,34 +220,7 @@ class BpfCollector : public Collector {
   }
 
   // NVMe-oF stages: hooks (of loaded modules), commands, stage and end-to-end histograms.
-  bool BlockEndsHostAtIoDone() const {
-    const HookPlan* end = load_.plan.Find(kHookBlockComplete);
-    return load_.source && load_.source->NvmeofHost() && end && end->chosen &&
-           end->chosen->accounted;
-  }
-
-  // Each NVMe disk's block count as its host command count (where nvme_complete_rq does not
-  // count them: NvmeofCountsHostAtComplete); false without a block snapshot.
-  bool AddHostCounts(const BlockSnapshot* block, const std::set<std::string>& iostats_off,
-                     const NvmeofSnapshot& snap, NvmeofSeriesNames& names,
-                     std::map<Labels, HistSum>* commands) const {
-    if (!block) return false;
-    const std::map<std::uint64_t, std::string> by_id(snap.names.begin(), snap.names.end());
-    for (const auto& s : block->series) {
-      auto disk = BlockDeviceName(options_.paths, s.dev);
-      if (auto id = snap.disk_devs.find(s.dev); !disk && id != snap.disk_devs.end()) {
-        if (auto n = by_id.find(id->second); n != by_id.end()) disk = n->second;  // hidden
-      }
-      auto labels = disk && !iostats_off.count(*disk) ? names.HostDisk(*disk, s.op) : std::nullopt;
-      if (!labels) continue;  // not an NVMe disk (the block series say the rest)
-      (*commands)[*labels].count += s.hist.requests;
-    }
-    return true;
-  }
-
-  // block: the block collector's snapshot (AddHostCounts).
-  bool CollectNvmeof(const BlockSnapshot* block, const std::set<std::string>& iostats_off,
-                     MetricSink& out) {
+  bool CollectNvmeof(MetricSink& out) {
     using Named = NvmeofSeriesNames::Named;
     NvmeofSnapshot snap;
     bool ok = nvmeof_.source->Read(&snap);
@@ -255,9 +228,6 @@ class BpfCollector : public Collector {
     if (!ok) return false;
     std::map<Labels, HistSum> stages, totals, commands;
     NvmeofSeriesNames names(options_.paths, snap.names);
-    if (!NvmeofCountsHostAtComplete(BlockEndsHostAtIoDone(), options_.bpf) &&
-        !AddHostCounts(block, iostats_off, snap, names, &commands))
-      return false;                   // no host counts: a failed scrape, not a silent zero
     std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began
     for (const auto& s : snap.series) {
       const auto& k = s.key;

@@ -52,17 +52,30 @@ std::string_view BlockStageName(std::uint32_t stage) {
   return stage < NVMEOF_STAGE_COUNT ? kNames[stage] : "unknown";
 }
 
-std::optional<std::string> BlockDeviceName(const Paths& paths, std::uint32_t dev) {
-  std::string path = paths.sysfs + "/dev/block/" + std::to_string(dev >> 20) + ":" +
-                     std::to_string(dev & 0xfffff) + "/uevent";
-  auto uevent = ReadFile(path);
-  if (!uevent) return std::nullopt;
-  std::istringstream in(*uevent);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("DEVNAME=", 0) == 0 && line.size() > 8) return line.substr(8);
+std::optional<std::string> DiskNames::Name(std::uint32_t dev) {
+  const std::uint32_t major = dev >> 20, minor = dev & 0xfffff;
+  if (auto uevent = ReadFile(paths_.sysfs + "/dev/block/" + std::to_string(major) + ":" +
+                             std::to_string(minor) + "/uevent")) {
+    std::istringstream in(*uevent);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("DEVNAME=", 0) == 0 && line.size() > 8) return line.substr(8);
+    }
   }
-  return std::nullopt;
+  if (!diskstats_) {  // "   259       1 nvme0c0n1 400 0 3200 ..." per disk and partition
+    diskstats_.emplace();
+    std::istringstream in(ReadFile(paths_.procfs + "/diskstats", 16 << 20).value_or(""));
+    std::string line, name;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::uint32_t ma = 0, mi = 0;
+      if (fields >> ma >> mi >> name && ma < (1u << 12) && mi <= 0xfffff)
+        diskstats_->emplace(ma << 20 | mi, name);
+    }
+  }
+  auto it = diskstats_->find(dev);
+  if (it == diskstats_->end()) return std::nullopt;
+  return it->second;
 }
 
 bool BlockSeriesLeftOut(const std::string& sysfs, const NameFilter& block_devices,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,8 +67,19 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
 std::string_view BlockOpName(std::uint32_t op);        // read write flush discard other
 std::string_view BlockStageName(std::uint32_t stage);  // queue device total
 
-// Disk name for a dev_t from <sysfs>/dev/block/MAJ:MIN/uevent (DEVNAME=); nullopt if gone.
-std::optional<std::string> BlockDeviceName(const Paths& paths, std::uint32_t dev);
+// Disk names by dev_t (the kernel's encoding, MAJ << 20 | MIN) for one scrape:
+// <sysfs>/dev/block/MAJ:MIN/uevent (DEVNAME=), else <procfs>/diskstats, read once on the first
+// such miss, which lists hidden disks too: a native multipath path (nvme0c1n1) has no
+// /sys/dev/block entry, yet its block count is its host command count. nullopt: gone.
+class DiskNames {
+ public:
+  explicit DiskNames(const Paths& paths) : paths_(paths) {}
+  std::optional<std::string> Name(std::uint32_t dev);
+
+ private:
+  const Paths& paths_;
+  std::optional<std::map<std::uint32_t, std::string>> diskstats_;
+};
 
 // An NVMe-oF host namespace's disk (nvme1n1, or its path nvme0c1n1, behind an rdma, tcp, fc or
 // loop controller) that bpf.block_devices.include does not name: with the NVMe-oF stages

@@ -119,7 +119,7 @@ class KernelBlockSource : public BlockSource {
 // The NVMe-oF stage maps of an object that does not end NVMe-oF commands: the least room.
 void ShrinkNvmeofMaps(bpf_object* obj) {
   for (const char* name :
-       {"nv_inflight", "nv_hists", "nv_paths", "nv_ctrl", "nv_names", "nv_devs"}) {
+       {"nv_inflight", "nv_hists", "nv_paths", "nv_ctrl"}) {
     bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, name), 1);
   }
 }
@@ -166,9 +166,6 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
     skel->rodata->stage_detail = NvmeofStageDetail(options);
     skel->rodata->total_in_paths = NvmeofTotalInPaths(options);
     skel->rodata->size_classes = options.size_classes;
-    const HookPlan* end = load.plan.Find(kHookBlockComplete);
-    skel->rodata->count_host = NvmeofCountsHostAtComplete(
-        nvmeof_host && end && end->chosen && end->chosen->accounted, options);
     if (nvmeof_host) {
       SizeNvmeofStageMaps(skel->obj, options);
     } else {

@@ -1,6 +1,5 @@
 #include "collectors/bpf/host_disks.h"
 
-#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -11,26 +10,11 @@
 
 namespace nvmeof {
 
-HostDisks::HostDisks(int ctrl_fd, int names_fd, int devs_fd, std::string sysfs,
-                     NameFilter block_devices)
+HostDisks::HostDisks(int ctrl_fd, int names_fd, std::string sysfs, NameFilter block_devices)
     : ctrl_fd_(ctrl_fd),
       names_fd_(names_fd),
-      devs_fd_(devs_fd),
       sysfs_(std::move(sysfs)),
       block_devices_(std::move(block_devices)) {}
-
-std::map<std::uint32_t, std::uint64_t> HostDisks::Devs() const {
-  std::map<std::uint32_t, std::uint64_t> out;
-  std::uint32_t dev = 0, next = 0;
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(devs_fd_, prev, &next) == 0) {
-    dev = next;
-    prev = &dev;
-    std::uint64_t id = 0;
-    if (bpf_map_lookup_elem(devs_fd_, &dev, &id) == 0) out[dev] = id;
-  }
-  return out;
-}
 
 void HostDisks::Untime() {
   std::uint64_t disk = 0, next = 0;
@@ -55,11 +39,6 @@ void HostDisks::Untime() {
 }
 
 void HostDisks::Forget(const std::vector<std::uint64_t>& ids) {
-  std::vector<std::uint32_t> doomed;
-  for (const auto& [dev, id] : Devs()) {
-    if (std::find(ids.begin(), ids.end(), id) != ids.end()) doomed.push_back(dev);
-  }
-  for (std::uint32_t dev : doomed) bpf_map_delete_elem(devs_fd_, &dev);
   std::lock_guard<std::mutex> lock(mu_);
   for (std::uint64_t id : ids) decided_.erase(id);
 }

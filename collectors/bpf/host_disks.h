@@ -1,11 +1,9 @@
-// The host disk maps block.bpf.c and nvmeof.bpf.c share (bpf/nvmeof_inflight.bpf.h), as the
-// NVMe-oF source keeps them: each disk's dev_t (nv_devs: a hidden multipath path disk has no
-// /sys/dev/block entry to name its block count by) and which disks the block programs need not
-// time (NVMEOF_CTRL_UNTIMED_BLOCK in nv_ctrl). Built with NVMEOF_BPF only.
+// The host disk map block.bpf.c and nvmeof.bpf.c share (bpf/nvmeof_inflight.bpf.h), as the
+// NVMe-oF source keeps it: which disks the block programs need not time
+// (NVMEOF_CTRL_UNTIMED_BLOCK in nv_ctrl). Built with NVMEOF_BPF only.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -17,10 +15,7 @@ namespace nvmeof {
 class HostDisks {
  public:
   // The maps' fds (owned by the caller's object) and what BlockSeriesLeftOut needs.
-  HostDisks(int ctrl_fd, int names_fd, int devs_fd, std::string sysfs, NameFilter block_devices);
-
-  // Each disk's dev_t -> its series id (gendisk address).
-  std::map<std::uint32_t, std::uint64_t> Devs() const;
+  HostDisks(int ctrl_fd, int names_fd, std::string sysfs, NameFilter block_devices);
 
   // A host disk whose block series the collector leaves out gets NVMEOF_CTRL_UNTIMED_BLOCK once
   // its first sampled command has made its nv_ctrl entry and named it: the block programs then
@@ -31,7 +26,7 @@ class HostDisks {
   void Forget(const std::vector<std::uint64_t>& ids);
 
  private:
-  const int ctrl_fd_, names_fd_, devs_fd_;
+  const int ctrl_fd_, names_fd_;
   const std::string sysfs_;
   const NameFilter block_devices_;
   std::mutex mu_;  // Untime (the watcher) and Forget (scrapes)

@@ -104,9 +104,6 @@ struct NvmeofSnapshot {
   std::vector<NvmeofSeries> series;
   // Series id -> name: host disk address -> disk name, target subsystem address -> NQN.
   std::vector<std::pair<std::uint64_t, std::string>> names;
-  // Host disk dev_t -> series id (gendisk address), for disks sysfs cannot name by dev_t
-  // (multipath path disks are hidden): nv_devs.
-  std::map<std::uint32_t, std::uint64_t> disk_devs;
   std::uint64_t counters[NVMEOF_NCTR_COUNT] = {};
   std::vector<ProgramRun> programs;
   bool program_run_stats = false;

@@ -29,7 +29,7 @@ namespace {
 using InBlock = std::map<std::string_view, Variant>;
 
 Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
-                                const BpfOptions& bpf, const InBlock& in_block,
+                                const BpfOptions& bpf,
                                 std::string* error) {
   Skeleton<nvmeof_bpf> skel = OpenSkeleton<nvmeof_bpf>(btf_path, error);
   if (!skel) return skel;
@@ -38,8 +38,6 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
   skel->rodata->total_in_paths = NvmeofTotalInPaths(bpf);
   skel->rodata->transport_stages = bpf.transport_stages;
-  skel->rodata->count_host = NvmeofCountsHostAtComplete(
-      in_block.count(kHookNvmeRqEnd) && in_block.at(kHookNvmeRqEnd).accounted, bpf);
   SetNvmetTracepointFields(paths, skel.get());
   skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);
   SizeNvmeofStageMaps(skel->obj, bpf);
@@ -83,7 +81,7 @@ AttachPlan PlanNvmeof(const Paths& paths, const BpfOptions& options, const std::
   KernelProber prober(paths, [&](const Variant& v, std::string* error) {
     if (!trial_loads) return 0;
     if (watcher && watcher->stopping()) return -ECANCELED;  // the exporter is stopping
-    Skeleton<nvmeof_bpf> trial = OpenNvmeof(paths, btf_path, options, in_block, error);
+    Skeleton<nvmeof_bpf> trial = OpenNvmeof(paths, btf_path, options, error);
     if (!trial) return -EINVAL;
     const auto& m = trial->maps;  // a trial needs no room
     for (bpf_map* map : {m.nv_inflight, m.nv_hists, m.nv_paths, m.nv_names, m.nv_commands,
@@ -119,7 +117,7 @@ class KernelNvmeofSource : public NvmeofSource {
         ncpus_(libbpf_num_possible_cpus()),
         map_sizes_(LoadedMapSizes(maps_->obj, "nvmeof")),
         disks_(bpf_map__fd(maps_->maps.nv_ctrl), bpf_map__fd(maps_->maps.nv_names),
-               bpf_map__fd(maps_->maps.nv_devs), paths_.sysfs, options_.block_devices) {
+               paths_.sysfs, options_.block_devices) {
     Refresh();  // what is loaded now is attached before the first scrape
     watcher_.Start(kModulePoll, [this] { Refresh(); });
   }
@@ -191,7 +189,6 @@ class KernelNvmeofSource : public NvmeofSource {
     SetMapEntries(out->maps, "nv_paths", paths.size());
     SetMapEntries(out->maps, "nv_commands", commands);
     ReadNames(bpf_map__fd(maps_->maps.nv_names), &out->names);
-    out->disk_devs = disks_.Devs();
     int cfd = bpf_map__fd(maps_->maps.nv_counters);
     std::vector<std::uint64_t> values(ncpus_);
     for (std::uint32_t i = 0; i < NVMEOF_NCTR_COUNT; ++i) {
@@ -335,7 +332,7 @@ class KernelNvmeofSource : public NvmeofSource {
 
   Skeleton<nvmeof_bpf> Load(const AttachPlan& plan, std::string* error) {
     if (plan.Programs().empty()) return {};
-    Skeleton<nvmeof_bpf> skel = OpenNvmeof(paths_, btf_path_, options_, in_block_, error);
+    Skeleton<nvmeof_bpf> skel = OpenNvmeof(paths_, btf_path_, options_, error);
     if (skel && ShareMaps(skel->obj, maps_->obj, error) &&
         LoadAndAttach(skel->skeleton, plan.Programs(), error) == 0) {
       return skel;
@@ -432,7 +429,7 @@ NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_o
     if (setup && setup->chosen) in_block.emplace(kHookNvmeSetupCmd, *setup->chosen);
   }
   std::string error;
-  Skeleton<nvmeof_bpf> maps = OpenNvmeof(paths, btf_path, options, in_block, &error);
+  Skeleton<nvmeof_bpf> maps = OpenNvmeof(paths, btf_path, options, &error);
   if (maps && !in_block.empty() && !ShareMaps(maps->obj, host_obj, &error, /*only_common=*/true))
     maps.reset();
   if (maps && LoadAndAttach(maps->skeleton, {}, &error) != 0) maps.reset();

@@ -127,13 +127,4 @@ bool NvmeofTotalInPaths(const BpfOptions& bpf) {
   return NvmeofStageDetail(bpf) == NVMEOF_DETAIL_NAMESPACE || bpf.command_detail != "namespace";
 }
 
-bool NvmeofCountsHostAtComplete(bool block_ends_host, const BpfOptions& bpf) {
-  // Always, for now: in the VM faults scenario (6.1 and 6.12) the path disk's block count rose
-  // by 403 for fio's 400 NVMe commands, which nvme_complete_rq counted exactly. Until that is
-  // understood the block count is not the host's command count (block_ends_host unused).
-  (void)block_ends_host;
-  (void)bpf;
-  return true;
-}
-
 }  // namespace nvmeof

@@ -51,13 +51,8 @@ struct BpfOptions {
 // What both BPF objects' stage maps are loaded with (rodata of bpf/nvmeof_inflight.bpf.h): the
 // kernel's stage_detail, and
 std::uint8_t NvmeofStageDetail(const BpfOptions& bpf);
-// whether a command's end to end is kept in its stages' nv_paths entry (bpf/nvmeof_maps.h), and
+// whether a command's end to end is kept in its stages' nv_paths entry (bpf/nvmeof_maps.h).
 bool NvmeofTotalInPaths(const BpfOptions& bpf);
-// whether nvme_complete_rq counts host commands (count_host); else the block collector's count
-// of their disk is theirs, where its completion program ends them at block_io_done
-// (block_ends_host: on 6.1, ending at block_rq_complete, the VM faults scenario counted 2-3
-// requests per 400 more than fio's NVMe commands).
-bool NvmeofCountsHostAtComplete(bool block_ends_host, const BpfOptions& bpf);
 
 // Entries of a per-CPU histogram map whose memory stays within bpf.map_memory_max:
 // max_bytes / (key + value x cpus), between `floor` and `ceiling`.

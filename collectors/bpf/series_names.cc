@@ -85,14 +85,4 @@ NvmeofSeriesNames::Named NvmeofSeriesNames::Name(const nvmeof_series& k, Labels*
   return Named::kOk;
 }
 
-std::optional<Labels> NvmeofSeriesNames::HostDisk(const std::string& disk, std::uint8_t op) {
-  auto id = IdentifyNvmeDisk(paths_.sysfs, disk);
-  if (!id) return std::nullopt;
-  return Labels{{"role", "host"},
-                {"transport", id->transport},
-                {"op", std::string(BlockOpName(op))},
-                {"controller", id->controller},
-                {"nvme_namespace", id->device}};
-}
-
 }  // namespace nvmeof

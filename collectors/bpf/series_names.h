@@ -1,7 +1,6 @@
 // The labels of the NVMe-oF collector's series: each series key the programs made (bpf/
-// nvmeof_maps.h), and each host disk whose commands the block collector counted, named from
-// what the programs kept (nv_names) and from sysfs and configfs. One per scrape: it learns each
-// id, disk and controller once.
+// nvmeof_maps.h), named from what the programs kept (nv_names) and from sysfs and configfs. One
+// per scrape: it learns each id, disk and controller once.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +28,6 @@ class NvmeofSeriesNames {
   // The labels of a series (without size and stage) and its transport: kGone when its disk,
   // controller or subsystem went away, kSkip when it cannot be named.
   Named Name(const nvmeof_series& k, Labels* labels, std::string* transport);
-
-  // The labels of the host commands of `op` on block disk `disk` (nvme0c1n1), as Name gives a
-  // host series of that disk; nullopt when it is not an NVMe namespace's disk.
-  std::optional<Labels> HostDisk(const std::string& disk, std::uint8_t op);
 
  private:
   const Paths& paths_;
