@@ -16,7 +16,7 @@
 # which NVMe/RDMA over rxe needs), BENCH_OUT (/tmp/nvmeof-vm/icount; boot N > 1 in KERNEL.bootN),
 # BENCH_NO_FAIL=1 (report, never fail). Exit status 1 when `none` is not reproducible (the two
 # runs differ by more than 1%, 1.5% on RDMA) or when the exporter's default costs more than
-# BUDGET_RATIO (1.0; the gate 1.3) times biolatency on NVMe-oF; 2 when the VM did not produce
+# BUDGET_RATIO (1.0; the gate 0.65) times biolatency on NVMe-oF; 2 when the VM did not produce
 # results.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
