@@ -70,7 +70,7 @@ std::string_view BlockStageName(std::uint32_t stage);  // queue device total
 // Disk names by dev_t (the kernel's encoding, MAJ << 20 | MIN) for one scrape:
 // <sysfs>/dev/block/MAJ:MIN/uevent (DEVNAME=), else <procfs>/diskstats, read once on the first
 // such miss, which lists hidden disks too: a native multipath path (nvme0c1n1) has no
-// /sys/dev/block entry, yet its block count is its host command count. nullopt: gone.
+// /sys/dev/block entry, yet the block programs count its requests. nullopt: gone.
 class DiskNames {
  public:
   explicit DiskNames(const Paths& paths) : paths_(paths) {}

@@ -118,8 +118,7 @@ class KernelBlockSource : public BlockSource {
 
 // The NVMe-oF stage maps of an object that does not end NVMe-oF commands: the least room.
 void ShrinkNvmeofMaps(bpf_object* obj) {
-  for (const char* name :
-       {"nv_inflight", "nv_hists", "nv_paths", "nv_ctrl"}) {
+  for (const char* name : {"nv_inflight", "nv_hists", "nv_paths", "nv_ctrl"}) {
     bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, name), 1);
   }
 }

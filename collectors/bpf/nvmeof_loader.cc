@@ -29,8 +29,7 @@ namespace {
 using InBlock = std::map<std::string_view, Variant>;
 
 Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
-                                const BpfOptions& bpf,
-                                std::string* error) {
+                                const BpfOptions& bpf, std::string* error) {
   Skeleton<nvmeof_bpf> skel = OpenSkeleton<nvmeof_bpf>(btf_path, error);
   if (!skel) return skel;
   skel->rodata->sample_limit = nvmeof_sample_limit(bpf.sample_every);
@@ -116,8 +115,8 @@ class KernelNvmeofSource : public NvmeofSource {
         stats_fd_(std::move(stats_fd)),
         ncpus_(libbpf_num_possible_cpus()),
         map_sizes_(LoadedMapSizes(maps_->obj, "nvmeof")),
-        disks_(bpf_map__fd(maps_->maps.nv_ctrl), bpf_map__fd(maps_->maps.nv_names),
-               paths_.sysfs, options_.block_devices) {
+        disks_(bpf_map__fd(maps_->maps.nv_ctrl), bpf_map__fd(maps_->maps.nv_names), paths_.sysfs,
+               options_.block_devices) {
     Refresh();  // what is loaded now is attached before the first scrape
     watcher_.Start(kModulePoll, [this] { Refresh(); });
   }

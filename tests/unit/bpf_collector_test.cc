@@ -259,7 +259,7 @@ TEST_F(BpfCollectorTest, HiddenPathDisksAreNamedThroughDiskstats) {
   };
   MetricSink left_out = scrape();  // a fabric namespace's path: the NVMe-oF series time it
   EXPECT_EQ(Count(left_out, "nvmeof_block_requests_total"), 1);  // vda
-  EXPECT_EQ(left_out.skipped(), 1u);                              // 259:6
+  EXPECT_EQ(left_out.skipped(), 1u);                             // 259:6
   options_.bpf.block_devices.include = std::regex("nvme.*|vda");
   MetricSink named = scrape();
   EXPECT_EQ(Value(named, "nvmeof_block_requests_total", {{"disk", "nvme1c2n1"}}), 5);
