@@ -1,5 +1,6 @@
 // `nvmeof_exporter record`: loads bpf/record.bpf.c (live.h) and writes its records to
 // record files (record_file.h).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -89,6 +91,82 @@ int ParseRecordArgs(const std::vector<std::string>& args, RecordArgs* r, std::os
   return -1;
 }
 
+// The records of a recording, as the kernel wrote them, until it stops. A JSON line costs about
+// 5,000 instructions of userspace and 7,000 of kernel per record (tests/bench/README.md, Round
+// 13), as much as all the programs, spent on the measured machine while it runs. So the reader
+// only appends each record to an unnamed file beside the output, and the JSON Lines are written
+// once the recording has stopped and its programs are detached.
+class Spool {
+ public:
+  // An unnamed file in `dir` (O_TMPFILE; else a named one, unlinked at once). "" or why not.
+  std::string Open(const std::string& dir) {
+    buf_.reserve(kBatch);
+    fd_ = UniqueFd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (fd_.valid()) return "";
+    std::string name = dir + "/.nvmeof-record-spool.XXXXXX";
+    fd_ = UniqueFd(::mkostemp(name.data(), O_CLOEXEC));
+    if (!fd_.valid()) return "cannot create a spool file in " + dir + ": " + ErrnoName(errno);
+    ::unlink(name.c_str());
+    return "";
+  }
+
+  // False once a write failed; error() says why.
+  bool Add(const nvmeof_record& r) {
+    if (error_) return false;
+    buf_.push_back(r);
+    return buf_.size() < kBatch || Flush();
+  }
+
+  // Hands every record added, in order, to fn. "" or why not.
+  std::string ForEach(const std::function<void(const nvmeof_record&)>& fn) {
+    if (!Flush()) return error();
+    if (::lseek(fd_.get(), 0, SEEK_SET) != 0) return "spool: seek: " + ErrnoName(errno);
+    buf_.resize(kBatch);
+    const size_t want = kBatch * sizeof(nvmeof_record);
+    for (;;) {
+      size_t got = 0;
+      auto* bytes = reinterpret_cast<char*>(buf_.data());
+      while (got < want) {
+        const ssize_t n = ::read(fd_.get(), bytes + got, want - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return "spool: read: " + ErrnoName(errno);
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+      }
+      if (got % sizeof(nvmeof_record)) return "spool: a partial record at its end";
+      for (size_t i = 0; i < got / sizeof(nvmeof_record); ++i) fn(buf_[i]);
+      if (got < want) return "";
+    }
+  }
+
+  std::string error() const { return "spool: write: " + ErrnoName(error_); }
+
+ private:
+  static constexpr size_t kBatch = 4096;  // records per write()
+
+  bool Flush() {
+    if (error_) return false;
+    const auto* bytes = reinterpret_cast<const char*>(buf_.data());
+    size_t left = buf_.size() * sizeof(nvmeof_record);
+    while (left > 0) {
+      const ssize_t n = ::write(fd_.get(), bytes, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? errno : ENOSPC;
+        return false;
+      }
+      bytes += n;
+      left -= static_cast<size_t>(n);
+    }
+    buf_.clear();
+    return true;
+  }
+
+  UniqueFd fd_;
+  std::vector<nvmeof_record> buf_;
+  int error_ = 0;
+};
+
 // FILE, or with --role=both FILE.host.jsonl / FILE.target.jsonl.
 std::string PathOf(const RecordArgs& r, bool host) {
   if (r.role != "both") return r.output;
@@ -126,16 +204,15 @@ std::uint64_t NvmeDiskIos() {
   return ios;
 }
 
-// Ends the files (their end lines, from the kernel's counters since `start`), closes them and
-// says what each holds. 0, or 1 on a write error.
-int FinishFiles(RecordSource& source, const std::uint64_t (&start)[NVMEOF_RCTR_COUNT],
-                const RecordArgs& r, std::ofstream& host_out, std::ofstream& target_out,
-                const Written& w, std::ostream& err) {
+// Ends the files (their end lines, from the kernel's counters `start` to `end`), closes them
+// and says what each holds. 0, or 1 on a write error.
+int FinishFiles(const std::uint64_t (&start)[NVMEOF_RCTR_COUNT],
+                const std::uint64_t (&end)[NVMEOF_RCTR_COUNT], const RecordArgs& r,
+                std::ofstream& host_out, std::ofstream& target_out, const Written& w,
+                std::ostream& err) {
   const bool want_host = r.role != "target", want_target = r.role != "host";
   const std::uint64_t host_records = w.host_records, target_records = w.target_records;
   const std::string host_path = PathOf(r, true), target_path = PathOf(r, false);
-  std::uint64_t end[NVMEOF_RCTR_COUNT] = {};
-  source.Counters(end);
   // Records the kernel could not keep (ring full, in-flight table full, a program run the kernel
   // skipped: recursion), on this node: when both roles are recorded together the count is the
   // node's, written to both files.
@@ -235,24 +312,27 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (want_host && !open(host_out, host_path, "host", true)) return 1;
   if (want_target && !open(target_out, target_path, "target", false)) return 1;
 
-  std::uint64_t start[NVMEOF_RCTR_COUNT] = {};
+  Spool spool;
+  {
+    const std::filesystem::path dir = std::filesystem::path(r.output).parent_path();
+    if (auto e = spool.Open(dir.empty() ? "." : dir.string()); !e.empty()) {
+      err << "nvmeof_exporter record: " << e << "\n";
+      return 1;
+    }
+  }
+  std::uint64_t start[NVMEOF_RCTR_COUNT] = {}, end[NVMEOF_RCTR_COUNT] = {};
   load.source->Counters(start);
   const std::uint64_t ios_before = NvmeDiskIos();
-  std::uint64_t host_records = 0, target_records = 0, dropped = 0;
-  Record line;  // reused: no allocation per record
+  bool spooled = true;
   auto on_record = [&](const nvmeof_record& k) {
-    const bool is_host = k.role == NVMEOF_ROLE_HOST;
-    if (is_host ? !want_host : !want_target) return;
-    FromKernel(k, &line, &dropped);
-    WriteRecord(line, is_host ? host_out : target_out);
-    ++(is_host ? host_records : target_records);
+    if (k.role == NVMEOF_ROLE_HOST ? want_host : want_target) spooled = spool.Add(k) && spooled;
   };
   err << "record: recording" << (duration ? " for " + std::to_string(duration) + " s" : "")
       << " (1 in " << every << " commands); Ctrl-C ends\n";
   const auto t0 = std::chrono::steady_clock::now();
   {
     StopSignals signals;
-    while (!StopRequested()) {
+    while (!StopRequested() && spooled) {
       if (duration && std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(duration))
         break;
       const int n = load.source->Poll(100, on_record);
@@ -262,12 +342,30 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
       }
     }
   }
-  while (load.source->Poll(0, on_record) > 0) {
+  while (spooled && load.source->Poll(0, on_record) > 0) {
   }
-  return FinishFiles(
-      *load.source, start, r, host_out, target_out,
-      {host_records, target_records, dropped, std::max(NvmeDiskIos(), ios_before) - ios_before},
-      err);
+  if (!spooled) {
+    err << "nvmeof_exporter record: " << spool.error() << "\n";
+    return 1;
+  }
+  load.source->Counters(end);
+  const std::uint64_t nvme_disk_ios = std::max(NvmeDiskIos(), ios_before) - ios_before;
+  load.source.reset();  // detaches the programs: the files are written off the measured load
+
+  std::uint64_t host_records = 0, target_records = 0, dropped = 0;
+  Record line;  // reused: no allocation per record
+  const std::string e = spool.ForEach([&](const nvmeof_record& k) {
+    const bool is_host = k.role == NVMEOF_ROLE_HOST;
+    FromKernel(k, &line, &dropped);
+    WriteRecord(line, is_host ? host_out : target_out);
+    ++(is_host ? host_records : target_records);
+  });
+  if (!e.empty()) {
+    err << "nvmeof_exporter record: " << e << "\n";
+    return 1;
+  }
+  return FinishFiles(start, end, r, host_out, target_out,
+                     {host_records, target_records, dropped, nvme_disk_ios}, err);
 }
 
 }  // namespace nvmeof::profile
