@@ -81,7 +81,7 @@ static __always_inline bool nvmeof_target_pick(struct nvmet_req___nv* req, bool 
                                                struct nvmeof_wire* w) {
   if (!req) return false;
   return nvmeof_read_wire(NVMEOF_READ(direct, req, cmd), w, direct) &&
-         nvmeof_picked(w->slba, w->cid, limit);
+         nvmeof_picked_cmd(w->slba, w->cid, limit);
 }
 
 /* The struct request of a driver's per-request data (blk_mq_rq_to_pdu() places it right after

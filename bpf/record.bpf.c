@@ -115,6 +115,15 @@ struct {
   __type(value, char[NVMEOF_NQN_SIZE]);
 } rec_names SEC(".maps");
 
+/* Host disk (group id) -> NVMEOF_TRTYPE_*, kept on its groups' first commands: the host's group
+ * keys leave the transport 0 and the loader fills it in (RecordSource::Groups). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, NVMEOF_RECORD_GROUPS_MAX);
+  __type(key, __u64);
+  __type(value, __u8);
+} rec_trtypes SEC(".maps");
+
 struct rec_zero_name {
   char s[NVMEOF_NQN_SIZE];
 };
@@ -166,11 +175,12 @@ static __always_inline __u64 as_id(const void* p, bool direct) {
 /* Both sides compute this from the same wire fields (x86 and arm64 are little endian, as the
  * wire). */
 static __always_inline bool sampled(const struct nvmeof_wire* w) {
-  return nvmeof_picked(w->slba, w->cid, sample_limit);
+  return nvmeof_picked_cmd(w->slba, w->cid, sample_limit);
 }
 
-/* Every command, exactly, per group; the group's name is kept on its first command. */
-static __always_inline void count_group(struct nvmeof_record_group* k, __u64 name) {
+/* Every command, exactly, per group; the group's name is kept on its first command. True on a
+ * group's first command (on a CPU whose slot holds it, each CPU's first). */
+static __always_inline bool count_group(struct nvmeof_record_group* k, __u64 name) {
   __u64* c = count_slot(&rec_group_slots, (const __u64*)k, sizeof(*k) / 8);
   __u64 one = 1;
   __u32 zero = 0;
@@ -179,18 +189,19 @@ static __always_inline void count_group(struct nvmeof_record_group* k, __u64 nam
   if (!c) c = bpf_map_lookup_elem(&rec_groups, k);
   if (c) {
     *c += 1;
-    if (*c > 1) return; /* a slot's first command names its group too */
+    if (*c > 1) return false; /* a slot's first command names its group too */
   } else {
     bpf_map_update_elem(&rec_groups, k, &one, BPF_NOEXIST);
   }
   if (name && !bpf_map_lookup_elem(&rec_names, &k->id)) {
     struct rec_zero_name* z = bpf_map_lookup_elem(&rec_zero, &zero);
     char* dst;
-    if (!z) return;
+    if (!z) return true;
     bpf_map_update_elem(&rec_names, &k->id, z, BPF_NOEXIST);
     dst = bpf_map_lookup_elem(&rec_names, &k->id);
     if (dst) bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE, (void*)name);
   }
+  return true;
 }
 
 static __always_inline struct rec_inflight* stamp(__u64 id, int point) {
@@ -217,9 +228,29 @@ static __always_inline bool host_sampled(__u64 rq) {
   return nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false) && sampled(&w);
 }
 
+/* Host: is the request `rq` at `id` sampled, as sampled() decides on its command's wire fields?
+ * A read or write is decided from the request itself, with plain loads where `rq` is BTF-typed:
+ * its wire SLBA is blk_rq_pos() in logical blocks (nvme_setup_rw()) and its command id's low 12
+ * bits are rq->tag (sample.h). That spares the two bpf_probe_read_kernel calls of
+ * host_sampled() (about 170 instructions) at each of a command's host hooks. Other commands
+ * (cdw10-11 of a DSM is no LBA) and untyped `rq` read the built command.
+ * __sector is still the first sector at the final completion: blk_update_request() advances it
+ * only for a partial one. */
+static __always_inline bool host_pick(struct request* rq, __u64 id, bool direct) {
+  __u32 lbs, shift = 0;
+  int i;
+  if (!id) return false;
+  if (sample_limit == ~0ULL) return true;
+  if (!direct || (rq->cmd_flags & 0xff) > 1) return host_sampled(id); /* REQ_OP_READ 0, WRITE 1 */
+  lbs = rq->q->limits.logical_block_size;
+#pragma unroll
+  for (i = 0; i < 7; i++) shift += (512u << shift) < lbs; /* 512 B .. 64 KiB blocks */
+  return nvmeof_picked_cmd(rq->__sector >> shift, (__u32)rq->tag, sample_limit);
+}
+
 /* Each hook decides alone: an unsampled command costs no lookup of the in-flight table. */
 static __always_inline void host_stamp(__u64 id, struct request* rq, bool direct, int point) {
-  if (host_sampled(id)) stamp(id, point);
+  if (host_pick(rq, id, direct)) stamp(id, point);
 }
 
 static __always_inline void target_stamp(__u64 id, struct nvmet_req___nv* req, bool direct,
@@ -294,7 +325,7 @@ static __always_inline void on_setup(struct request* rq, const void* cmd, bool d
 
 static __always_inline void on_rdma_sent(__u64 id, struct request* rq, bool direct) {
   struct rec_inflight* e;
-  if (!host_sampled(id)) return;
+  if (!host_pick(rq, id, direct)) return;
   e = bpf_map_lookup_elem(&rec_inflight, &id);
   if (e && !e->ts[NVMEOF_HP_RESPONSE] && !e->ts[NVMEOF_HP_SENT]) {
     e->ts[NVMEOF_HP_SENT] = bpf_ktime_get_ns();
@@ -324,31 +355,49 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   struct blk_mq_hw_ctx* hctx;
   struct nvmeof_wire w = {};
   __u64 disk, id, host;
+  __u32 op;
+  bool wire = false;
+  __u8 trtype;
   disk = nvmeof_rq_disk(rq, direct, &rec_counters, SCRATCH_SLOT, &rec_counters_addr);
   if (!disk) return;
   id = as_id(rq, direct);
   nreq = (struct nvme_request___rec*)(id + bpf_core_type_size(struct request));
-  ctrl = BPF_CORE_READ(nreq, ctrl);
-  opts = ctrl ? BPF_CORE_READ(ctrl, opts) : 0;
-  if (!nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false)) return;
+  /* A read or write is counted and decided from the request (host_pick), its NVMe opcode
+   * nvme_setup_rw()'s; other commands from the command built. */
+  op = NVMEOF_READ(direct, rq, cmd_flags) & 0xff;
+  if (direct && op <= 1) {
+    g.opcode = op ? 0x01 : 0x02; /* REQ_OP_WRITE: nvme_cmd_write; REQ_OP_READ: nvme_cmd_read */
+  } else {
+    if (!nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false)) return;
+    wire = true;
+    g.opcode = w.opcode;
+  }
   g.id = disk;
   g.role = NVMEOF_ROLE_HOST;
-  g.trtype = host_trtype(opts);
-  g.opcode = w.opcode;
   g.size = nvmeof_size_class(NVMEOF_READ(direct, rq, __data_len));
-  count_group(&g, disk + bpf_core_field_offset(struct gendisk, disk_name));
+  /* The host's groups are the disk's (trtype 0), its transport kept once per group in
+   * rec_trtypes, which the loader puts in the key: reading it per command (the controller,
+   * its options, the transport's name) cost about 340 instructions. */
+  if (count_group(&g, disk + bpf_core_field_offset(struct gendisk, disk_name))) {
+    ctrl = BPF_CORE_READ(nreq, ctrl);
+    trtype = host_trtype(ctrl ? BPF_CORE_READ(ctrl, opts) : 0);
+    bpf_map_update_elem(&rec_trtypes, &disk, &trtype, BPF_ANY);
+  }
 
-  if (!sampled(&w)) {
+  if (wire ? !sampled(&w) : !host_pick(rq, id, direct)) {
     if (setup_at_entry) bpf_map_delete_elem(&rec_inflight, &id);
     return;
   }
+  if (!wire && !nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false)) return;
   e = stamp(id, NVMEOF_HP_COMPLETE);
   if (!e) return;
+  ctrl = BPF_CORE_READ(nreq, ctrl);
+  opts = ctrl ? BPF_CORE_READ(ctrl, opts) : 0;
   e->slba = w.slba;
   e->cid = w.cid;
   e->nlb = w.nlb;
   e->opcode = w.opcode;
-  e->trtype = g.trtype;
+  e->trtype = host_trtype(opts);
   e->bytes = NVMEOF_READ(direct, rq, __data_len);
   hctx = BPF_CORE_READ(rq, mq_hctx);
   e->qid = hctx ? BPF_CORE_READ(hctx, queue_num) + 1 : 0;
@@ -359,9 +408,9 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
 }
 
 /* Whether `rq` may be an NVMe request, by its disk's name ("nvme*"), read with plain loads where
- * `rq` is BTF-typed: block_rq_complete fires for every disk, and host_sampled() reads the
+ * `rq` is BTF-typed: block_rq_complete fires for every disk, and host_pick() may read the
  * driver data after struct request as an NVMe one (two bpf_probe_read_kernel calls; on another
- * driver's request, of whatever that holds). Elsewhere host_sampled() decides alone. */
+ * driver's request, of whatever that holds). Elsewhere host_pick() decides alone. */
 static __always_inline bool maybe_nvme(struct request* rq, bool direct) {
   struct gendisk* disk;
   if (!direct || bpf_core_field_exists(((struct request___old*)0)->rq_disk)) return true;
@@ -375,7 +424,7 @@ static __always_inline void on_end(struct request* rq, bool direct) {
   __u64 id;
   if (!maybe_nvme(rq, direct)) return;
   id = as_id(rq, direct);
-  if (!host_sampled(id)) return;
+  if (!host_pick(rq, id, direct)) return;
   e = stamp(id, NVMEOF_HP_END);
   if (!e) return;
   if (e->ts[NVMEOF_HP_COMPLETE]) emit(e); /* not completed through NVMe: not a command */

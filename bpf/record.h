@@ -44,7 +44,7 @@ enum nvmeof_record_counter {
 struct nvmeof_record_group {
   unsigned long long id; /* host: gendisk address; target: nvmet_subsys address */
   unsigned char role;
-  unsigned char trtype;
+  unsigned char trtype; /* host: 0 in the kernel, the disk's from map rec_trtypes (the loader) */
   unsigned char opcode;
   unsigned char size; /* size class + 1 (as nvmeof_series.size): 4KiB 16KiB 64KiB 256KiB larger */
   unsigned int pad;

@@ -21,4 +21,14 @@ static inline int nvmeof_picked(unsigned long long a, unsigned long long b,
   return h <= limit;
 }
 
+/* An NVMe command by its wire fields: the starting LBA and the command id's low 12 bits, which
+ * are the host's request tag (nvme_cid(); the top 4 are a generation counter, 5.14+). So a
+ * Linux host can decide a read or write from its request alone, with no read of the command it
+ * built (record.bpf.c host_pick), and pick what the target picks from the wire. */
+#define NVMEOF_CID_TAG_MASK 0x0fffu
+static inline int nvmeof_picked_cmd(unsigned long long slba, unsigned int cid,
+                                    unsigned long long limit) {
+  return nvmeof_picked(slba, cid & NVMEOF_CID_TAG_MASK, limit);
+}
+
 #endif /* NVMEOF_BPF_SAMPLE_H_ */

@@ -139,10 +139,15 @@ class KernelRecordSource : public RecordSource {
     CountsByKey counts;
     if (!ReadCountSlots(bpf_map__fd(skel_->maps.rec_group_slots), ncpus_, &counts)) return false;
     AddPerCpuCounts<nvmeof_record_group>(bpf_map__fd(skel_->maps.rec_groups), ncpus_, &counts);
+    const int trtypes = bpf_map__fd(skel_->maps.rec_trtypes);
     for (const auto& [k, commands] : counts) {
       RecordGroupCount g;
       std::memcpy(&g.key, k.data(), sizeof g.key);
       g.commands = commands;
+      // A host group's transport is its disk's, kept once (record.bpf.c on_complete_rq).
+      std::uint8_t trtype = 0;
+      if (g.key.role == NVMEOF_ROLE_HOST && bpf_map_lookup_elem(trtypes, &g.key.id, &trtype) == 0)
+        g.key.trtype = trtype;
       groups->push_back(g);
     }
     ReadNames(bpf_map__fd(skel_->maps.rec_names), names);
@@ -262,6 +267,7 @@ RecordLoad LoadRecord(const Paths& paths, const BpfOptions& bpf, const RecordOpt
       bpf_map__set_max_entries(trial->maps.rec_inflight, 1);
       bpf_map__set_max_entries(trial->maps.rec_groups, 1);
       bpf_map__set_max_entries(trial->maps.rec_names, 1);
+      bpf_map__set_max_entries(trial->maps.rec_trtypes, 1);
       bpf_map__set_max_entries(trial->maps.rec_group_slots, 1);
       return LoadAndAttach(trial->skeleton, {v.program}, err);
     });

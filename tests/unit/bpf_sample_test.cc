@@ -1,6 +1,7 @@
 // bpf/sample.h: the 1 in N pick every hook of a command makes on its own. What it must hold:
 // about 1 in N of any realistic stream is picked (sequential and random sectors, one request
-// reused at queue depth 1, many requests), and 1 in 1 picks everything.
+// reused at queue depth 1, many requests), 1 in 1 picks everything, and a command's pick does
+// not depend on the generation bits of its id.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -67,6 +68,28 @@ TEST(BpfSample, OneInNOfRealisticStreams) {
                               *b = (static_cast<unsigned long long>(i / 32 % 16) << 12) | (i % 32);
                             }),
                 every, n, "wire fields, sequential LBAs");
+  }
+}
+
+// An NVMe command's pick (record, the target) is the same from the wire (command id with the
+// host's generation counter in its top 4 bits) and from the host's request (its tag), and still
+// 1 in N where the tag does not vary: QD1 on one queue, sequential LBAs.
+TEST(BpfSample, CommandPickIgnoresTheGenerationCounter) {
+  const unsigned long long limit = nvmeof_sample_limit(8);
+  int differ = 0;
+  for (unsigned long long slba = 0; slba < 100000; ++slba) {
+    const unsigned tag = static_cast<unsigned>(slba % 17);
+    const int from_request = nvmeof_picked_cmd(slba, tag, limit);
+    for (unsigned gen = 0; gen < 16; ++gen)
+      differ += nvmeof_picked_cmd(slba, gen << 12 | tag, limit) != from_request;
+  }
+  EXPECT_EQ(differ, 0);
+  const int n = 400000;
+  for (unsigned every : {8u, 64u}) {
+    const unsigned long long l = nvmeof_sample_limit(every);
+    int picked = 0;
+    for (int i = 0; i < n; ++i) picked += nvmeof_picked_cmd(2048 + static_cast<unsigned>(i), 5, l);
+    ExpectShare(static_cast<double>(picked) / n, every, n, "one tag, sequential LBAs");
   }
 }
 

@@ -1,16 +1,18 @@
 """Checks of the `record` VM scenario (per-command records, report's join, top on its own
 eBPF programs), mixed into check.py's Checker.
 
-Two `record --role=both` ran at once beside an exporter timing every command (sample_every 1):
-`all` (-s 1) and `sampled` (-s RECORD_S), over four fio jobs (rdma/tcp x 4 KiB randread / 16 KiB
+Three `record --role=both` ran at once beside an exporter timing every command (sample_every 1):
+`all` (-s 1), `sampled` (-s RECORD_S through RECORD_MECHANISM, kprobes) and `picked` (-s RECORD_S
+at the default mechanisms, where the host decides from its request), over four fio jobs (rdma/tcp x 4 KiB randread / 16 KiB
 randwrite, IOS I/Os each at queue depth 1); `report` joined each host/target pair. Per pair:
   - record and report exited 0, at most 2% lost (all counted: ring, table, kernel-skipped runs);
-  - at least 95% of the host's records matched a target record (for `sampled` this shows that
-    host and target sampled the same commands);
+  - at least 95% of the host's records matched a target record (for `sampled` and `picked` this
+    shows that host and target sampled the same commands);
   - the per-command network time (host wait - target residence) is positive for >= 99% of the
     matched;
   - per fio job: record count x N equals fio's I/Os within 2% (`all`); for `sampled` the count
-    is binomial, and where 4 standard deviations exceed 2% they are allowed, and said so;
+    is binomial, and where 4 standard deviations exceed 2% they are allowed, and said so (`picked`
+    alike);
   - the end line's exact command count equals the sum of fio's I/Os (1%).
 `all` only (the same commands as fio and as the exporter):
   - the host's end-to-end mean lies within 75% of fio's clat .. 110% of its lat (no kernel
@@ -77,6 +79,7 @@ class RecordChecks:
         self.record_pair('all', 1)
         if self.check(every > 1, 'RECORD_S > 1', e['RECORD_S']):
             self.record_pair('sampled', every)
+            self.record_pair('picked', every)
         self.record_top()
         self.exporter_alive()
 
@@ -112,6 +115,10 @@ class RecordChecks:
         for f in files:
             print('info %s %s file: mechanism %s, lost %s' % (name, f.get('role'), f.get('mechanism'), f.get('lost')))
             forced = self.env.get('RECORD_MECHANISM', '') if name == 'sampled' else ''
+            if name == 'picked':
+                self.check(f.get('mechanism') in ('tp_btf', 'fentry'),
+                           '%s: %s file recorded through BTF-typed hooks (tp_btf, fentry)'
+                           % (name, f.get('role')), str(f.get('mechanism')))
             if forced:
                 self.check(f.get('mechanism') == forced, '%s: %s file recorded through %s' % (name, f.get('role'), forced),
                            str(f.get('mechanism')))

@@ -1,9 +1,10 @@
 # Scenario: per-command records (`record`, `report`, `top` on its own eBPF programs).
 # NVMe/RDMA (port 1) and NVMe/TCP (port 2) connected side by side; an exporter runs timing every
-# command (bpf.sample_every 1). Two recordings run at once, each `record --role=both` (this VM is
+# command (bpf.sample_every 1). Three recordings run at once, each `record --role=both` (this VM is
 # host and target), each its own eBPF object: one of every command (-s 1: its network mean is
-# compared with the exporter's estimate on the same commands, its counts with fio's) and one of
-# 1 in RECORD_S (deterministic sampling: host and target must pick the same commands). They span
+# compared with the exporter's estimate on the same commands, its counts with fio's) and two of
+# 1 in RECORD_S, through kprobes and at the default mechanisms (deterministic sampling: host and
+# target must pick the same commands). They span
 # four fio jobs of IOS I/Os at queue depth 1: per transport a 4 KiB randread and a 16 KiB
 # randwrite, each between two scrapes. Then `report` joins each pair. `top --format=json` (its
 # own object) runs from the start, and last during a time-based randread. check_record.py
@@ -72,8 +73,13 @@ conf RECORD_MECHANISM "$RECORD_MECHANISM"
 $EXPORTER record --role=both -s "$RECORD_S" --bpf.mechanism="$RECORD_MECHANISM" -o "$R/sampled" \
 	2>"$R/record-sampled.log" &
 SAMPLED_PID=$!
+# And at the default mechanisms (tracepoints, fentry), where the host decides a read or write
+# from its request, not from the command it built (record.bpf.c host_pick).
+$EXPORTER record --role=both -s "$RECORD_S" -o "$R/picked" 2>"$R/record-picked.log" &
+PICKED_PID=$!
 wait_for "$R/record-all.log" $ALL_PID "record -s 1"
 wait_for "$R/record-sampled.log" $SAMPLED_PID "record -s $RECORD_S"
+wait_for "$R/record-picked.log" $PICKED_PID "record -s $RECORD_S (default mechanisms)"
 mark record_ready
 for t in rdma tcp; do
 	eval dev=\$$(echo $t | tr a-z A-Z)_DEV
@@ -87,13 +93,15 @@ for t in rdma tcp; do
 		scrape "$t-$rw-after"
 	done
 done
-kill -INT $ALL_PID $SAMPLED_PID
+kill -INT $ALL_PID $SAMPLED_PID $PICKED_PID
 wait $ALL_PID
 echo "$?" >"$R/record-all-exit-code"
 wait $SAMPLED_PID
 echo "$?" >"$R/record-sampled-exit-code"
+wait $PICKED_PID
+echo "$?" >"$R/record-picked-exit-code"
 mark record_done
-for f in all sampled; do
+for f in all sampled picked; do
 	$EXPORTER report --format=json "$R/$f.host.jsonl" "$R/$f.target.jsonl" >"$R/report-$f.json" 2>"$R/report-$f.err"
 	echo "$?" >"$R/report-$f-exit-code"
 done
