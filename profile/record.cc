@@ -1,6 +1,5 @@
 // `nvmeof_exporter record`: loads bpf/record.bpf.c (live.h) and writes its records to
 // record files (record_file.h).
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "profile/commands.h"
 #include "profile/live.h"
 #include "profile/record_file.h"
+#include "profile/record_spool.h"
 
 namespace nvmeof::profile {
 
@@ -90,82 +90,6 @@ int ParseRecordArgs(const std::vector<std::string>& args, RecordArgs* r, std::os
   if (r->output.empty()) return UsageError("record", "-o FILE is required (see --help)", err);
   return -1;
 }
-
-// The records of a recording, as the kernel wrote them, until it stops. A JSON line costs about
-// 5,000 instructions of userspace and 7,000 of kernel per record (tests/bench/README.md, Round
-// 13), as much as all the programs, spent on the measured machine while it runs. So the reader
-// only appends each record to an unnamed file beside the output, and the JSON Lines are written
-// once the recording has stopped and its programs are detached.
-class Spool {
- public:
-  // An unnamed file in `dir` (O_TMPFILE; else a named one, unlinked at once). "" or why not.
-  std::string Open(const std::string& dir) {
-    buf_.reserve(kBatch);
-    fd_ = UniqueFd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-    if (fd_.valid()) return "";
-    std::string name = dir + "/.nvmeof-record-spool.XXXXXX";
-    fd_ = UniqueFd(::mkostemp(name.data(), O_CLOEXEC));
-    if (!fd_.valid()) return "cannot create a spool file in " + dir + ": " + ErrnoName(errno);
-    ::unlink(name.c_str());
-    return "";
-  }
-
-  // False once a write failed; error() says why.
-  bool Add(const nvmeof_record& r) {
-    if (error_) return false;
-    buf_.push_back(r);
-    return buf_.size() < kBatch || Flush();
-  }
-
-  // Hands every record added, in order, to fn. "" or why not.
-  std::string ForEach(const std::function<void(const nvmeof_record&)>& fn) {
-    if (!Flush()) return error();
-    if (::lseek(fd_.get(), 0, SEEK_SET) != 0) return "spool: seek: " + ErrnoName(errno);
-    buf_.resize(kBatch);
-    const size_t want = kBatch * sizeof(nvmeof_record);
-    for (;;) {
-      size_t got = 0;
-      auto* bytes = reinterpret_cast<char*>(buf_.data());
-      while (got < want) {
-        const ssize_t n = ::read(fd_.get(), bytes + got, want - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return "spool: read: " + ErrnoName(errno);
-        if (n == 0) break;
-        got += static_cast<size_t>(n);
-      }
-      if (got % sizeof(nvmeof_record)) return "spool: a partial record at its end";
-      for (size_t i = 0; i < got / sizeof(nvmeof_record); ++i) fn(buf_[i]);
-      if (got < want) return "";
-    }
-  }
-
-  std::string error() const { return "spool: write: " + ErrnoName(error_); }
-
- private:
-  static constexpr size_t kBatch = 4096;  // records per write()
-
-  bool Flush() {
-    if (error_) return false;
-    const auto* bytes = reinterpret_cast<const char*>(buf_.data());
-    size_t left = buf_.size() * sizeof(nvmeof_record);
-    while (left > 0) {
-      const ssize_t n = ::write(fd_.get(), bytes, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        error_ = n < 0 ? errno : ENOSPC;
-        return false;
-      }
-      bytes += n;
-      left -= static_cast<size_t>(n);
-    }
-    buf_.clear();
-    return true;
-  }
-
-  UniqueFd fd_;
-  std::vector<nvmeof_record> buf_;
-  int error_ = 0;
-};
 
 // FILE, or with --role=both FILE.host.jsonl / FILE.target.jsonl.
 std::string PathOf(const RecordArgs& r, bool host) {
@@ -312,7 +236,7 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (want_host && !open(host_out, host_path, "host", true)) return 1;
   if (want_target && !open(target_out, target_path, "target", false)) return 1;
 
-  Spool spool;
+  RecordSpool spool;  // the records wait there until the recording stops (record_spool.h)
   {
     const std::filesystem::path dir = std::filesystem::path(r.output).parent_path();
     if (auto e = spool.Open(dir.empty() ? "." : dir.string()); !e.empty()) {
