@@ -188,12 +188,42 @@ int FinishFiles(const std::uint64_t (&start)[NVMEOF_RCTR_COUNT],
   return rc;
 }
 
+// Spools the ring's records of the roles asked until --duration, Ctrl-C/SIGTERM or a spool
+// write error, then what the ring still holds. False (said on err) on an error.
+bool RecordUntilStopped(RecordSource& source, RecordSpool& spool, const RecordArgs& r,
+                        std::ostream& err) {
+  const bool want_host = r.role != "target", want_target = r.role != "host";
+  bool spooled = true;
+  auto on_record = [&](const nvmeof_record& k) {
+    if (k.role == NVMEOF_ROLE_HOST ? want_host : want_target) spooled = spool.Add(k) && spooled;
+  };
+  err << "record: recording" << (r.duration ? " for " + std::to_string(r.duration) + " s" : "")
+      << " (1 in " << r.every << " commands); Ctrl-C ends\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    StopSignals signals;
+    while (!StopRequested() && spooled) {
+      if (r.duration && std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(r.duration))
+        break;
+      const int n = source.Poll(100, on_record);
+      if (n < 0 && n != -EINTR) {
+        err << "nvmeof_exporter record: ring buffer: " << ErrnoName(n) << "\n";
+        return false;
+      }
+    }
+  }
+  while (spooled && source.Poll(0, on_record) > 0) {
+  }
+  if (!spooled) err << "nvmeof_exporter record: " << spool.error() << "\n";
+  return spooled;
+}
+
 }  // namespace
 
 int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   RecordArgs r;
   if (int rc = ParseRecordArgs(args, &r, out, err); rc >= 0) return rc;
-  const std::uint64_t every = r.every, duration = r.duration, ring_mib = r.ring_mib;
+  const std::uint64_t every = r.every, ring_mib = r.ring_mib;
   const std::string& role = r.role;
   const BpfOptions& bpf = r.bpf;
   const bool want_host = role != "target", want_target = role != "host";
@@ -247,49 +277,24 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
   std::uint64_t start[NVMEOF_RCTR_COUNT] = {}, end[NVMEOF_RCTR_COUNT] = {};
   load.source->Counters(start);
   const std::uint64_t ios_before = NvmeDiskIos();
-  bool spooled = true;
-  auto on_record = [&](const nvmeof_record& k) {
-    if (k.role == NVMEOF_ROLE_HOST ? want_host : want_target) spooled = spool.Add(k) && spooled;
-  };
-  err << "record: recording" << (duration ? " for " + std::to_string(duration) + " s" : "")
-      << " (1 in " << every << " commands); Ctrl-C ends\n";
-  const auto t0 = std::chrono::steady_clock::now();
-  {
-    StopSignals signals;
-    while (!StopRequested() && spooled) {
-      if (duration && std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(duration))
-        break;
-      const int n = load.source->Poll(100, on_record);
-      if (n < 0 && n != -EINTR) {
-        err << "nvmeof_exporter record: ring buffer: " << ErrnoName(n) << "\n";
-        return 1;
-      }
-    }
-  }
-  while (spooled && load.source->Poll(0, on_record) > 0) {
-  }
-  if (!spooled) {
-    err << "nvmeof_exporter record: " << spool.error() << "\n";
-    return 1;
-  }
+  if (!RecordUntilStopped(*load.source, spool, r, err)) return 1;
   load.source->Counters(end);
   const std::uint64_t nvme_disk_ios = std::max(NvmeDiskIos(), ios_before) - ios_before;
   load.source.reset();  // detaches the programs: the files are written off the measured load
 
-  std::uint64_t host_records = 0, target_records = 0, dropped = 0;
+  Written w{0, 0, 0, nvme_disk_ios};
   Record line;  // reused: no allocation per record
   const std::string e = spool.ForEach([&](const nvmeof_record& k) {
     const bool is_host = k.role == NVMEOF_ROLE_HOST;
-    FromKernel(k, &line, &dropped);
+    FromKernel(k, &line, &w.dropped);
     WriteRecord(line, is_host ? host_out : target_out);
-    ++(is_host ? host_records : target_records);
+    ++(is_host ? w.host_records : w.target_records);
   });
   if (!e.empty()) {
     err << "nvmeof_exporter record: " << e << "\n";
     return 1;
   }
-  return FinishFiles(start, end, r, host_out, target_out,
-                     {host_records, target_records, dropped, nvme_disk_ios}, err);
+  return FinishFiles(start, end, r, host_out, target_out, w, err);
 }
 
 }  // namespace nvmeof::profile
