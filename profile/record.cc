@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -266,13 +265,10 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (want_host && !open(host_out, host_path, "host", true)) return 1;
   if (want_target && !open(target_out, target_path, "target", false)) return 1;
 
-  RecordSpool spool;  // the records wait there until the recording stops (record_spool.h)
-  {
-    const std::filesystem::path dir = std::filesystem::path(r.output).parent_path();
-    if (auto e = spool.Open(dir.empty() ? "." : dir.string()); !e.empty()) {
-      err << "nvmeof_exporter record: " << e << "\n";
-      return 1;
-    }
+  RecordSpool spool;
+  if (auto e = spool.OpenBeside(r.output); !e.empty()) {
+    err << "nvmeof_exporter record: " << e << "\n";
+    return 1;
   }
   std::uint64_t start[NVMEOF_RCTR_COUNT] = {}, end[NVMEOF_RCTR_COUNT] = {};
   load.source->Counters(start);

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace nvmeof::profile {
 
@@ -41,6 +43,15 @@ std::string RecordSpool::Open(const std::string& dir) {
   if (!fd_.valid()) return "cannot create a spool file in " + dir + ": " + ErrnoName(errno);
   ::unlink(name.c_str());
   return "";
+}
+
+std::string RecordSpool::OpenBeside(const std::string& output) {
+  const std::filesystem::path dir = std::filesystem::path(output).parent_path();
+  const std::string e = Open(dir.empty() ? "." : dir.string());
+  if (e.empty()) return "";
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string e2 = Open(tmp && *tmp ? tmp : "/tmp");
+  return e2.empty() ? "" : e + "; " + e2;
 }
 
 void RecordSpool::Put(const void* p, size_t n) {

@@ -28,6 +28,9 @@ class RecordSpool {
  public:
   // An unnamed file in `dir` (O_TMPFILE; else a named one, unlinked at once). "" or why not.
   std::string Open(const std::string& dir);
+  // Open beside the file `output`, else (a FIFO or /dev/stdout in a directory it cannot write)
+  // in $TMPDIR or /tmp. "" or why neither.
+  std::string OpenBeside(const std::string& output);
 
   // After Open succeeded. False once a write failed; error() says why.
   bool Add(const nvmeof_record& r);

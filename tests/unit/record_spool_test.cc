@@ -107,5 +107,30 @@ TEST_F(RecordSpoolTest, ADirectoryItCannotWriteIsSaidByName) {
   EXPECT_NE(e.find("ENOENT"), std::string::npos) << e;
 }
 
+// Where the output's directory cannot hold it (a FIFO in a read-only directory, say), the
+// spool goes to $TMPDIR, and leaves nothing there either.
+TEST_F(RecordSpoolTest, FallsBackToTmpdir) {
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", dir_.c_str(), 1);
+  {
+    RecordSpool spool;
+    EXPECT_EQ(spool.OpenBeside((dir_ / "missing" / "out.jsonl").string()), "");
+    ASSERT_TRUE(spool.Add(Kernel(1, "nvme0n1", "nqn.a", "nqn.h")));
+    int n = 0;
+    EXPECT_EQ(spool.ForEach([&](const nvmeof_record&) { ++n; }), "");
+    EXPECT_EQ(n, 1);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+  ::setenv("TMPDIR", (dir_ / "missing-too").c_str(), 1);
+  RecordSpool spool;
+  const std::string e = spool.OpenBeside((dir_ / "missing" / "out.jsonl").string());
+  EXPECT_NE(e.find("missing-too"), std::string::npos) << e;
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+}
+
 }  // namespace
 }  // namespace nvmeof::profile
