@@ -241,7 +241,7 @@ static __always_inline bool host_pick(struct request* rq, __u64 id, bool direct)
   int i;
   if (!id) return false;
   if (sample_limit == ~0ULL) return true;
-  if (!direct || (rq->cmd_flags & 0xff) > 1) return host_sampled(id); /* REQ_OP_READ 0, WRITE 1 */
+  if (!direct || nvmeof_rq_op(rq, true) > 1) return host_sampled(id); /* read 0, write 1 */
   lbs = rq->q->limits.logical_block_size;
 #pragma unroll
   for (i = 0; i < 7; i++) shift += (512u << shift) < lbs; /* 512 B .. 64 KiB blocks */
@@ -364,7 +364,7 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   nreq = (struct nvme_request___rec*)(id + bpf_core_type_size(struct request));
   /* A read or write is counted and decided from the request (host_pick), its NVMe opcode
    * nvme_setup_rw()'s; other commands from the command built. */
-  op = NVMEOF_READ(direct, rq, cmd_flags) & 0xff;
+  op = nvmeof_rq_op(rq, direct);
   if (direct && op <= 1) {
     g.opcode = op ? 0x01 : 0x02; /* REQ_OP_WRITE: nvme_cmd_write; REQ_OP_READ: nvme_cmd_read */
   } else {
