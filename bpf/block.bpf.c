@@ -2,7 +2,7 @@
 /* Block-layer stage latency: request allocated -> issued to the driver -> completed.
  *
  * Two hooks, each in four variants (fentry, kprobe, tp_btf, raw_tp); the exporter enables one
- * variant per hook with bpf_program__set_autoload before loading (collectors/bpf_block.cc).
+ * variant per hook with bpf_program__set_autoload before loading (loader/block_loader.cc).
  *   issue    (optional): remembers the issue time in the in-flight table; with nvmeof_host
  *                        also the setup point of NVMe-oF host commands.
  *   complete (required): counts every request, and for timed ones records the stages into a
@@ -27,11 +27,12 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the exporter before load. */
-const volatile __u64 sample_limit = ~0ULL; /* time 1 in N requests (sample.h; see sampled) */
+/* Derived from bpf.sample_every (sample.h): time 1 in N requests; see sampled. */
+const volatile __u64 sample_every_hash_limit = ~0ULL;
 const volatile bool issue_hooked = true;
 /* Also set up (at issue) and end (at completion) NVMe-oF host commands here
- * (nvmeof_inflight.bpf.h): the NVMe-oF collector runs with the same sample_limit, so a request
- * sampled here is the one its host hooks time. */
+ * (nvmeof_inflight.bpf.h): the NVMe-oF collector runs with the same sample_every_hash_limit, so
+ * a request sampled here is the one its host hooks time. */
 const volatile bool nvmeof_host = false;
 
 struct {
@@ -84,7 +85,7 @@ static __always_inline void count_event(__u32 which) {
  * issue and completion both read, so a completion of an unsampled request returns before
  * touching the in-flight table (and before reading the clock). */
 static __always_inline bool sampled(__u64 sector, __u64 id) {
-  return nvmeof_picked(sector, id, sample_limit);
+  return nvmeof_picked(sector, id, sample_every_hash_limit);
 }
 
 static __always_inline struct nvmeof_inflight_set* inflight_set(__u64 rq) {
@@ -226,7 +227,7 @@ int BPF_PROG(nvf_iss_raw_tp, struct request* rq) {
  * /proc/diskstats and iostat's await end at. So end to end here is the kernel's own window
  * (rq->start_time_ns to accounted done), not a part of it. The kernel skips it for requests
  * it does not account (queue/iostats 0, no I/O scheduler): the loader plans it only where
- * every disk has iostats on (collectors/bpf/block.cc). ~0U: no partial completions here. */
+ * every disk has iostats on (loader/block.cc). ~0U: no partial completions here. */
 SEC("tp_btf/block_io_done")
 int BPF_PROG(nvf_done_tp_btf, struct request* rq) {
   on_complete(rq, ~0U, true);

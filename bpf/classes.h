@@ -1,6 +1,6 @@
 /* How a command is classed, shared by the BPF programs and the exporter (C and C++): its op (the
  * `op` label) from its NVMe opcode, and its size class (the `size` label). The label values are
- * named in userspace only: BlockOpName() and SizeClassName() in collectors/bpf/. */
+ * named in userspace only: BlockOpName() and SizeClassName() in loader/. */
 #ifndef NVMEOF_BPF_CLASSES_H_
 #define NVMEOF_BPF_CLASSES_H_
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Connection lifecycle: RDMA-CM events, host controller state changes, failed connects and
  * keep-alive failures, and on the target Connect commands, keep-alive expiries and the
- * controllers connected now (key/value structs: lifecycle.h; hook table and decoding:
- * collectors/bpf/lifecycle.cc).
+ * controllers connected now (key/value structs: lifecycle_maps.h; hook table and decoding:
+ * loader/lifecycle.cc).
  *
  * No program here runs per I/O command: every hooked function runs once per connection event
  * (a CM event, a state change, a Connect command, a controller's allocation or release, a
@@ -21,7 +21,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "lifecycle.h"
+#include "lifecycle_maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -4,17 +4,16 @@
  * There the hooks above cannot load: they read nvmet's types through CO-RE, which needs the
  * module's BTF (5.11+). These programs read the nvmet:nvmet_req_init and nvmet_req_complete
  * trace records instead, at the offsets of each event's format file, which the exporter sets
- * below before load (collectors/bpf/lifecycle_loader.cc); it plans them only where the module
- * has no BTF and the format files have every field (collectors/bpf/lifecycle.cc).
+ * below before load (loader/lifecycle_loader.cc); it plans them only where the module
+ * has no BTF and the format files have every field (loader/lifecycle.cc).
  *
  * Unlike the hooks above, these tracepoints fire for every I/O command, so each program returns
  * at once for one: init after reading the opcode with a 1-byte bpf_probe_read_kernel, the
  * completion after one array load while no Connect is in flight (lc_tp_waiting). The kernel
  * builds their records anyway: the NVMe-oF collector's 5.10 target programs read them. The
  * host's keep-alives would need nvme:nvme_setup_cmd and nvme_complete_rq, whose records the
- * kernel then builds for every host command too: measured on 5.10 under icount, about 660
- * instructions more per NVMe/TCP command (tests/bench/README.md "Round 12"), to count a rare
- * event; not hooked.
+ * kernel then builds for every host command too: a cost per command (tests/bench/README.md)
+ * to count a rare event; not hooked.
  *
  * A Connect is known by its command id and the task both of its tracepoints fire in: the init
  * record has no controller yet (the queue is not bound to one until it completes) and the queue

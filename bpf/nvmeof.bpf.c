@@ -36,7 +36,8 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the exporter before load. */
-const volatile __u64 sample_limit = ~0ULL; /* time 1 in N commands (sample.h) */
+/* Derived from bpf.sample_every (sample.h): time 1 in N commands. */
+const volatile __u64 sample_every_hash_limit = ~0ULL;
 /* The transport tier is on (bpf.transport_stages): only then are the target's receive hooks
  * attached, so only then does on_init take their stashes (two map lookups a command less). */
 const volatile bool transport_stages = false;
@@ -90,14 +91,14 @@ static __always_inline __u64 as_id(const void* p, bool direct) { return nv_as_id
 static __always_inline bool host_sampled(struct request* rq, __u64 id, bool direct, struct cmd* c) {
   c->id = id;
   c->tag = NVMEOF_READ(direct, rq, __sector);
-  return id && nvmeof_picked(c->tag, id, sample_limit);
+  return id && nvmeof_picked(c->tag, id, sample_every_hash_limit);
 }
 
 /* Target: is the command of `req` (address `id`) sampled? */
 static __always_inline bool target_sampled(struct nvmet_req___nv* req, __u64 id, bool direct,
                                            struct cmd* c) {
   struct nvmeof_wire w = {};
-  bool picked = id && nvmeof_target_pick(req, direct, sample_limit, &w);
+  bool picked = id && nvmeof_target_pick(req, direct, sample_every_hash_limit, &w);
   c->id = id;
   c->tag = w.slba ^ (__u64)w.cid << 48;
   return picked;
@@ -277,8 +278,8 @@ static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool d
  * The programs above read nvmet's types through CO-RE, which needs the module's BTF (5.11+).
  * These read the nvmet:nvmet_req_init and nvmet_req_complete trace records instead, whose layout
  * the kernel publishes in each event's format file: the exporter sets the offsets and sizes below
- * from them before load (collectors/kernel/tracepoint_format.h), and plans these programs only
- * where the format files have every field (collectors/bpf/nvmeof.cc). The record names the
+ * from them before load (readers/tracepoint_format.h), and plans these programs only
+ * where the format files have every field (loader/nvmeof.cc). The record names the
  * controller, queue and command id; on 5.10 init fires before the command is parsed, so only the
  * completion names the namespace (its device path), and the opcode and start are kept from one
  * to the other in nv_tp_cmds for every I/O command. A series is the namespace's device path
@@ -332,7 +333,7 @@ int nv_t_init_tp(void* ctx) {
   if (slba_at > NVMEOF_TP_SPAN - 8) return 0;
   slba = *(const __u64*)(rec + slba_at); /* cdw10 and cdw11 */
   v.op = nvme_op((__u8)tp_field(rec, &tp_init_opcode));
-  if (nvmeof_picked(slba, key.cid, sample_limit)) {
+  if (nvmeof_picked(slba, key.cid, sample_every_hash_limit)) {
     v.start = bpf_ktime_get_ns();
     nv_event(NVMEOF_NCTR_SAMPLED_TARGET);
   }

@@ -92,9 +92,9 @@ static __always_inline __u64 rq_from_pdu(__u64 pdu) {
 
 /* bpf_rdonly_cast (6.2+; the verifier turns it into a move): a number as a read-only typed
  * pointer, whose fields are then plain loads (one that faults reads 0), where a number needs a
- * bpf_probe_read_kernel call per field (about 85 instructions under icount). vmlinux types
+ * bpf_probe_read_kernel call per field. vmlinux types
  * only. Weak: where the kernel lacks it, the programs that call it are not loaded (the hook
- * table's variants name it: collectors/bpf/nvmeof.cc), and libbpf leaves the call unresolved. */
+ * table's variants name it: loader/nvmeof.cc), and libbpf leaves the call unresolved. */
 extern void* bpf_rdonly_cast(const void* obj, __u32 btf_id) __ksym __weak;
 
 static __always_inline struct request* rq_cast(__u64 rq) {
@@ -224,5 +224,21 @@ static __always_inline bool target_sent_hooked(void* config, __u8 trtype) {
   cfg = bpf_map_lookup_elem(config, &zero);
   return cfg && trtype < 32 && (cfg->target_sent_hooked & (1U << trtype));
 }
+
+/* A per-CPU array of `count` event counters, then a scratch slot (nvmeof_as_id) and a receive
+ * stash (recv_stash), with its two accessors: slot_fn(key), the slot's address, and
+ * event_fn(which), +1 on a counter. The exporter's and record's objects each declare one. */
+#define NVMEOF_COUNTERS(map, count, slot_fn, event_fn)                                        \
+  struct {                                                                                     \
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                                   \
+    __uint(max_entries, (count) + 2);                                                          \
+    __type(key, __u32);                                                                        \
+    __type(value, __u64);                                                                      \
+  } map SEC(".maps");                                                                          \
+  static __always_inline __u64* slot_fn(__u32 key) { return bpf_map_lookup_elem(&map, &key); } \
+  static __always_inline void event_fn(__u32 which) {                                          \
+    __u64* c = slot_fn(which);                                                                 \
+    if (c) *c += 1;                                                                            \
+  }
 
 #endif /* NVMEOF_BPF_NVMEOF_COMMON_BPF_H_ */

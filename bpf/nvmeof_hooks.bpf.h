@@ -1,6 +1,6 @@
 /* The NVMe-oF hook entry points, host and target, shared by nvmeof.bpf.c (stage histograms)
  * and record.bpf.c (per-command records). Both objects hook the same kernel events under the
- * same program names, since one hook table (NvmeofHooks(), collectors/bpf/nvmeof.cc) attaches
+ * same program names, since one hook table (NvmeofHooks(), loader/nvmeof.cc) attaches
  * either object's programs by name; what differs is what a hook does with the command. So the
  * programs live here, once, and call what the including object defines before it includes
  * this header (libbpf-tools style):

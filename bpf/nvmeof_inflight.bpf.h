@@ -3,7 +3,7 @@
  * block.bpf.c, whose issue and completion programs set up and end NVMe-oF host commands when
  * both collectors run: one program on each of block_rq_issue and block_rq_complete instead of
  * two (a program run per request less at each: dispatch is most of what a hook costs). The exporter
- * shares these maps between the two objects (collectors/bpf/block_loader.cc). Include after
+ * shares these maps between the two objects (loader/block_loader.cc). Include after
  * vmlinux.h and the libbpf headers.
  */
 #ifndef NVMEOF_BPF_NVMEOF_INFLIGHT_BPF_H_
@@ -59,19 +59,7 @@ struct {
 /* Event counters; then a scratch slot (see nv_as_id) and the receive stash. */
 #define NV_SCRATCH_SLOT NVMEOF_NCTR_COUNT
 #define NV_RECV_SLOT (NVMEOF_NCTR_COUNT + 1)
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, NVMEOF_NCTR_COUNT + 2);
-  __type(key, __u32);
-  __type(value, __u64);
-} nv_counters SEC(".maps");
-
-static __always_inline __u64* nv_slot(__u32 key) { return bpf_map_lookup_elem(&nv_counters, &key); }
-
-static __always_inline void nv_event(__u32 which) {
-  __u64* c = nv_slot(which);
-  if (c) *c += 1;
-}
+NVMEOF_COUNTERS(nv_counters, NVMEOF_NCTR_COUNT, nv_slot, nv_event)
 
 /* A command as each of its hooks finds it: its address (the in-flight key) and a tag that
  * tells two commands of one reused request apart (host: the start sector; target: SLBA and
@@ -176,9 +164,8 @@ static __always_inline void* hist_entry(void* map, struct nvmeof_series* k) {
 /* Global (not static): the verifier checks it once, not again at each of finish()'s spans.
  * Kernels before 5.12 take no pointer argument in a global function ("Arg#0 type PTR in
  * nv_hist_add() is not supported yet"): their build inlines the add but keeps the bucket
- * index, whose branches multiply finish()'s paths past the verifier's 1M-instruction limit
- * (measured on 6.18 with the pre-5.12 object: nv_end over 1,000,000, which 5.10 under TCG
- * took minutes to refuse), in a global function of a scalar. */
+ * index, whose branches would multiply finish()'s paths past the verifier's 1M-instruction
+ * limit, in a global function of a scalar. */
 #ifndef NVMEOF_BPF_BEFORE_5_12
 __noinline int nv_hist_add(struct nvmeof_hist* h, __u64 ns) {
   __u32 i = nvmeof_hist_index(ns);
@@ -243,8 +230,7 @@ static __always_inline void finish(struct nvmeof_inflight* e, int points) {
   }
   p = hist_entry(&nv_paths, &k);
   if (!p) return;
-  /* Its span (first -> last) follows from the points: one hash lookup per command less (about
-   * 250 instructions under icount). */
+  /* Its span (first -> last) follows from the points: one hash lookup per command less. */
   if (total_in_paths) total = &p->total;
   nv_hist_add(total, last_ts - first_ts);
   last_ts = first_ts;
@@ -325,7 +311,7 @@ static __always_inline bool nv_host_setup(struct request* rq, __u64 id, __u64 ta
   if (!disk) return false; /* admin and fabrics commands */
   if (any_disk) {
     /* A plain load where the chain is BTF-typed (the verifier allows a load within one array
-     * member); a helper call costs about 85 instructions under icount, twice a sampled command
+     * member); a helper call costs several times as much, twice a sampled command
      * (the host's path disk and the target's backing disk). */
     if (direct && !bpf_core_field_exists(((struct request___old*)0)->rq_disk))
       prefix = *(const __u32*)rq->q->disk->disk_name;

@@ -3,7 +3,7 @@
  * A command is timed at a fixed list of points (below). Each stage is the span between two
  * consecutive points that the command actually passed; the exporter names the span from its
  * (from, to) pair, so a point whose hook is missing merges its two neighbouring stages into one
- * wider, differently named stage instead of giving a wrong one (collectors/bpf_nvmeof.cc). */
+ * wider, differently named stage instead of giving a wrong one (loader/nvmeof.cc). */
 #ifndef NVMEOF_BPF_NVMEOF_MAPS_H_
 #define NVMEOF_BPF_NVMEOF_MAPS_H_
 
@@ -156,7 +156,7 @@ struct nvmeof_cmd_set {
 #define NVMEOF_CTRL_UNTIMED_BLOCK (1U << 31)
 
 /* Default entries of nv_hists, nv_commands, nv_names and nv_ctrl; the exporter sets nv_hists
- * from bpf.map_memory_max and the CPU count at load (collectors/bpf/nvmeof_loader.cc). */
+ * from bpf.map_memory_max and the CPU count at load (loader/nvmeof_loader.cc). */
 #define NVMEOF_SERIES_MAX 4096
 #define NVMEOF_NQN_SIZE 224 /* NVMF_NQN_SIZE (223) + NUL; also holds a disk name (32) */
 

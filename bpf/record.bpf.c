@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Per-command records of NVMe-oF commands, host and target (`nvmeof_exporter record`, and
- * `top` without --from). Record layout: record.h.
+ * `top` without --from). Record layout: record_maps.h.
  *
  * Its own object with its own maps, so it never disturbs a running exporter's counts: the
  * programs attach beside nvmeof.bpf.c's. They are the same programs, nvmeof_hooks.bpf.h's (same
- * names, so the hook table NvmeofHooks(), collectors/bpf/nvmeof.cc, and the attach planner serve
+ * names, so the hook table NvmeofHooks(), loader/nvmeof.cc, and the attach planner serve
  * both objects), calling this file's on_* handlers; the points are nvmeof_maps.h's. What
  * differs is the end of a command: here it goes whole, with every point's timestamp and the
  * identifiers both sides see (qid, cid, slba, nlb, cntlid, subsystem NQN), into a BPF ring
@@ -28,11 +28,12 @@
 #include "count_cache.bpf.h"
 #include "nvmeof_common.bpf.h"
 #include "nvmeof_maps.h"
-#include "record.h"
+#include "record_maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile __u64 sample_limit = ~0ULL; /* record 1 in N commands (sample.h; see above) */
+/* Derived from `record -s N` (sample.h): record 1 in N commands; see above. */
+const volatile __u64 sample_every_hash_limit = ~0ULL;
 
 /* Module types this object reads beyond core_shims.h's (nvme-core, nvme-fabrics, nvmet). Field
  * names as in Debian 6.1 and 6.12; CO-RE finds their offsets in the module BTF at load. */
@@ -149,22 +150,10 @@ struct {
   __type(value, struct nvmeof_arrival);
 } rec_arrivals SEC(".maps");
 
-/* Counters (record.h), then a scratch slot (see as_id) and the target's receive stash. */
+/* Counters (record_maps.h), then a scratch slot (see as_id) and the target's receive stash. */
 #define SCRATCH_SLOT NVMEOF_RCTR_COUNT
 #define RECV_SLOT (NVMEOF_RCTR_COUNT + 1)
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, NVMEOF_RCTR_COUNT + 2);
-  __type(key, __u32);
-  __type(value, __u64);
-} rec_counters SEC(".maps");
-
-static __always_inline __u64* slot(__u32 key) { return bpf_map_lookup_elem(&rec_counters, &key); }
-
-static __always_inline void count_event(__u32 which) {
-  __u64* c = slot(which);
-  if (c) *c += 1;
-}
+NVMEOF_COUNTERS(rec_counters, NVMEOF_RCTR_COUNT, slot, count_event)
 
 static __u64 rec_counters_addr; /* nvmeof_as_id */
 
@@ -175,7 +164,7 @@ static __always_inline __u64 as_id(const void* p, bool direct) {
 /* Both sides compute this from the same wire fields (x86 and arm64 are little endian, as the
  * wire). */
 static __always_inline bool sampled(const struct nvmeof_wire* w) {
-  return nvmeof_picked_cmd(w->slba, w->cid, sample_limit);
+  return nvmeof_picked_cmd(w->slba, w->cid, sample_every_hash_limit);
 }
 
 /* Every command, exactly, per group; the group's name is kept on its first command. True on a
@@ -223,7 +212,7 @@ static __always_inline bool host_sampled(__u64 rq) {
   struct nvmeof_wire w = {};
   struct nvme_request___rec* nreq;
   if (!rq) return false;
-  if (sample_limit == ~0ULL) return true;
+  if (sample_every_hash_limit == ~0ULL) return true;
   nreq = (struct nvme_request___rec*)(rq + bpf_core_type_size(struct request));
   return nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false) && sampled(&w);
 }
@@ -240,12 +229,12 @@ static __always_inline bool host_pick(struct request* rq, __u64 id, bool direct)
   __u32 lbs, shift = 0;
   int i;
   if (!id) return false;
-  if (sample_limit == ~0ULL) return true;
+  if (sample_every_hash_limit == ~0ULL) return true;
   if (!direct || nvmeof_rq_op(rq, true) > 1) return host_sampled(id); /* read 0, write 1 */
   lbs = rq->q->limits.logical_block_size;
 #pragma unroll
   for (i = 0; i < 7; i++) shift += (512u << shift) < lbs; /* 512 B .. 64 KiB blocks */
-  return nvmeof_picked_cmd(rq->__sector >> shift, (__u32)rq->tag, sample_limit);
+  return nvmeof_picked_cmd(rq->__sector >> shift, (__u32)rq->tag, sample_every_hash_limit);
 }
 
 /* Each hook decides alone: an unsampled command costs no lookup of the in-flight table. */
@@ -256,7 +245,7 @@ static __always_inline void host_stamp(__u64 id, struct request* rq, bool direct
 static __always_inline void target_stamp(__u64 id, struct nvmet_req___nv* req, bool direct,
                                          int point) {
   struct nvmeof_wire w = {};
-  if (id && nvmeof_target_pick(req, direct, sample_limit, &w)) stamp(id, point);
+  if (id && nvmeof_target_pick(req, direct, sample_every_hash_limit, &w)) stamp(id, point);
 }
 
 /* The command ended on this node: its record goes to the ring buffer. */
@@ -482,7 +471,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
   g.size = nvmeof_size_class(NVMEOF_READ(direct, req, transfer_len));
   count_group(&g, (__u64)NVMEOF_READ(direct, subsys, subsysnqn));
 
-  if (!nvmeof_target_pick(req, direct, sample_limit, &w)) return;
+  if (!nvmeof_target_pick(req, direct, sample_every_hash_limit, &w)) return;
   e = stamp(id, NVMEOF_TP_DONE);
   if (!e) return;
   e->trtype = g.trtype;
@@ -501,7 +490,7 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
 static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool direct) {
   struct rec_inflight* e;
   struct nvmeof_wire w = {};
-  if (!id || !nvmeof_target_pick(req, direct, sample_limit, &w)) return;
+  if (!id || !nvmeof_target_pick(req, direct, sample_every_hash_limit, &w)) return;
   e = bpf_map_lookup_elem(&rec_inflight, &id);
   if (!e || !e->ts[NVMEOF_TP_DONE]) return;
   e->ts[NVMEOF_TP_SENT] = bpf_ktime_get_ns();

@@ -6,13 +6,14 @@
 #include <optional>
 #include <set>
 
-#include "collectors/base/files.h"
-#include "collectors/base/log.h"
-#include "collectors/bpf/histogram.h"
-#include "collectors/bpf/series_names.h"
-#include "collectors/kernel/block_queues.h"
-#include "collectors/kernel/nvmeof_names.h"
-#include "collectors/registry.h"
+#include "base/files.h"
+#include "base/log.h"
+#include "collectors/bpf_series.h"
+#include "collectors/collector_options.h"
+#include "loader/histogram.h"
+#include "loader/series_names.h"
+#include "readers/block_queues.h"
+#include "readers/nvmeof_names.h"
 
 namespace nvmeof {
 namespace {
@@ -208,7 +209,7 @@ class BpfCollector : public Collector {
     EmitMapSizes("block", snap.maps, out);
   }
 
-  // Connection lifecycle counters (collectors/bpf/lifecycle.cc); hooks of loaded modules.
+  // Connection lifecycle counters (loader/lifecycle.cc); hooks of loaded modules.
   bool CollectLifecycle(MetricSink& out) {
     EmitHooks(lifecycle_.source->Plan(), true, out);  // every lifecycle hook is optional
     LifecycleSnapshot snap;

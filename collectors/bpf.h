@@ -5,15 +5,15 @@
 #include <memory>
 #include <ostream>
 
-#include "collectors/base/collector.h"
-#include "collectors/bpf/block.h"
-#include "collectors/bpf/lifecycle.h"
-#include "collectors/bpf/nvmeof.h"
-#include "collectors/bpf/options.h"
+#include "base/collector.h"
+#include "loader/block.h"
+#include "loader/bpf_options.h"
+#include "loader/lifecycle.h"
+#include "loader/nvmeof.h"
 
 namespace nvmeof {
 
-struct CollectorOptions;  // collectors/registry.h
+struct CollectorOptions;  // collectors/collector_options.h
 
 // Loads and attaches at construction. When BPF cannot be used (no CAP_BPF/CAP_PERFMON, no
 // BTF, lockdown, a required hook missing) it logs why once and exports

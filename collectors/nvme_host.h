@@ -1,15 +1,18 @@
 // The nvme_host collector: NVMe host controllers, paths and namespaces from sysfs.
 #pragma once
 
+#include <memory>
 #include <string>
 
-#include "collectors/base/collector.h"
+#include "base/collector.h"
 
 namespace YAML {
 class Node;
 }
 
 namespace nvmeof {
+
+struct CollectorOptions;  // collectors/collector_options.h
 
 // Config section `nvme_host:`.
 struct NvmeHostOptions {
@@ -24,5 +27,8 @@ struct NvmeHostOptions {
 // The `nvme_host:` section on top of *options. Errors name the key: `nvme_host.controllers...`,
 // `nvme_host.inventory: ...`.
 bool ParseNvmeHostOptions(const YAML::Node& section, NvmeHostOptions* options, std::string* error);
+
+// The collector --collector.nvme_host names.
+std::unique_ptr<Collector> NewNvmeHostCollector(const CollectorOptions& options);
 
 }  // namespace nvmeof

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "collectors/base/files.h"
-#include "collectors/base/yaml.h"
-#include "collectors/registry.h"
+#include "base/files.h"
+#include "base/yaml.h"
+#include "collectors/collector_options.h"
 
 namespace nvmeof {
 namespace {

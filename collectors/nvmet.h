@@ -1,13 +1,18 @@
 // The nvmet collector's options (config section `nvmet:`).
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "base/collector.h"
 
 namespace YAML {
 class Node;
 }
 
 namespace nvmeof {
+
+struct CollectorOptions;  // collectors/collector_options.h
 
 struct NvmetOptions {
   // Inventory no shipped panel, rule or alert reads: nvmeof_target_subsystem_info (serial,
@@ -20,5 +25,8 @@ struct NvmetOptions {
 
 // The `nvmet:` section on top of *options. Errors name the key: `nvmet.inventory: ...`.
 bool ParseNvmetOptions(const YAML::Node& section, NvmetOptions* options, std::string* error);
+
+// The collector --collector.nvmet names.
+std::unique_ptr<Collector> NewNvmetCollector(const CollectorOptions& options);
 
 }  // namespace nvmeof

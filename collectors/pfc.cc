@@ -11,13 +11,13 @@
 #include <unordered_map>
 #include <utility>
 
-#include "collectors/base/fd.h"
-#include "collectors/base/files.h"
-#include "collectors/base/log.h"
-#include "collectors/base/yaml.h"
-#include "collectors/kernel/netdev_sysfs.h"
-#include "collectors/kernel/rdma_sysfs.h"
-#include "collectors/registry.h"
+#include "base/fd.h"
+#include "base/files.h"
+#include "base/log.h"
+#include "base/yaml.h"
+#include "collectors/collector_options.h"
+#include "readers/netdev_sysfs.h"
+#include "readers/rdma_sysfs.h"
 
 namespace nvmeof {
 namespace {

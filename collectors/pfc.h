@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/base/collector.h"
-#include "collectors/kernel/netdev_stats.h"
+#include "base/collector.h"
+#include "readers/netdev_stats.h"
 
 namespace YAML {
 class Node;
@@ -22,7 +22,7 @@ class Node;
 
 namespace nvmeof {
 
-struct CollectorOptions;  // collectors/registry.h
+struct CollectorOptions;  // collectors/collector_options.h
 
 // Config section `pfc:`. The RDMA netdevs are those of the devices rdma.devices admits.
 struct PfcOptions {
@@ -38,5 +38,8 @@ bool ParsePfcOptions(const YAML::Node& section, PfcOptions* options, std::string
 // The collector with an explicit source (NewPfcCollector picks one from the options).
 std::unique_ptr<Collector> NewPfcCollectorWithSource(const CollectorOptions& options,
                                                      std::unique_ptr<NetdevStatsSource> source);
+
+// The collector --collector.pfc names.
+std::unique_ptr<Collector> NewPfcCollector(const CollectorOptions& options);
 
 }  // namespace nvmeof

@@ -20,13 +20,13 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/base/files.h"
-#include "collectors/base/sysfs_files.h"
-#include "collectors/base/yaml.h"
-#include "collectors/kernel/netdev_sysfs.h"
-#include "collectors/kernel/rdma_sysfs.h"
+#include "base/files.h"
+#include "base/yaml.h"
+#include "collectors/collector_options.h"
 #include "collectors/rdma_counter_map.h"
-#include "collectors/registry.h"
+#include "readers/netdev_sysfs.h"
+#include "readers/rdma_sysfs.h"
+#include "readers/sysfs_files.h"
 
 namespace nvmeof {
 namespace {

@@ -1,15 +1,18 @@
 // The rdma collector: RDMA devices, ports, port counters and hw_counters from sysfs.
 #pragma once
 
+#include <memory>
 #include <string>
 
-#include "collectors/base/collector.h"
+#include "base/collector.h"
 
 namespace YAML {
 class Node;
 }
 
 namespace nvmeof {
+
+struct CollectorOptions;  // collectors/collector_options.h
 
 // Config section `rdma:`.
 struct RdmaOptions {
@@ -27,5 +30,8 @@ struct RdmaOptions {
 // The `rdma:` section on top of *options. Errors name the key: `rdma.devices.include: ...`,
 // `rdma.traffic_detail: ...`.
 bool ParseRdmaOptions(const YAML::Node& section, RdmaOptions* options, std::string* error);
+
+// The collector --collector.rdma names.
+std::unique_ptr<Collector> NewRdmaCollector(const CollectorOptions& options);
 
 }  // namespace nvmeof

@@ -25,11 +25,11 @@
 #include <sstream>
 #include <utility>
 
-#include "collectors/base/fd.h"
-#include "collectors/base/files.h"
-#include "collectors/base/log.h"
-#include "collectors/base/yaml.h"
-#include "collectors/registry.h"
+#include "base/fd.h"
+#include "base/files.h"
+#include "base/log.h"
+#include "base/yaml.h"
+#include "collectors/collector_options.h"
 
 namespace nvmeof {
 namespace {

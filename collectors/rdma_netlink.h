@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/base/collector.h"
-#include "collectors/kernel/rdma_netlink_socket.h"
+#include "base/collector.h"
+#include "readers/rdma_netlink_socket.h"
 
 namespace YAML {
 class Node;
@@ -18,7 +18,7 @@ class Node;
 
 namespace nvmeof {
 
-struct CollectorOptions;  // collectors/registry.h
+struct CollectorOptions;  // collectors/collector_options.h
 
 // Config section `rdma_netlink:`. Devices are those rdma.devices admits.
 struct RdmaNetlinkOptions {
@@ -37,5 +37,8 @@ bool ParseRdmaNetlinkOptions(const YAML::Node& section, RdmaNetlinkOptions* opti
 
 std::unique_ptr<Collector> NewRdmaNetlinkCollector(const CollectorOptions& options,
                                                    std::unique_ptr<RdmaNetlinkTransport> transport);
+
+// The collector --collector.rdma_netlink names.
+std::unique_ptr<Collector> NewRdmaNetlinkCollector(const CollectorOptions& options);
 
 }  // namespace nvmeof

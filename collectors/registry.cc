@@ -1,4 +1,11 @@
 #include "collectors/registry.h"
+#include "collectors/bpf.h"
+#include "collectors/nvme_host.h"
+#include "collectors/nvmet.h"
+#include "collectors/pfc.h"
+#include "collectors/rdma.h"
+#include "collectors/rdma_netlink.h"
+#include "collectors/tcp.h"
 
 namespace nvmeof {
 namespace {

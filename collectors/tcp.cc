@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "collectors/base/fd.h"
-#include "collectors/base/files.h"
-#include "collectors/base/log.h"
-#include "collectors/base/yaml.h"
-#include "collectors/kernel/proc_net.h"
-#include "collectors/kernel/sock_diag.h"
-#include "collectors/registry.h"
+#include "base/fd.h"
+#include "base/files.h"
+#include "base/log.h"
+#include "base/yaml.h"
+#include "collectors/collector_options.h"
+#include "readers/proc_net.h"
+#include "readers/sock_diag.h"
 
 namespace nvmeof {
 namespace {

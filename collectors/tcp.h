@@ -1,13 +1,18 @@
 // The tcp collector's options (config section `tcp:`).
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "base/collector.h"
 
 namespace YAML {
 class Node;
 }
 
 namespace nvmeof {
+
+struct CollectorOptions;  // collectors/collector_options.h
 
 struct TcpOptions {
   // Node-wide TCP/IP counters from procfs snmp/netstat/snmp6
@@ -19,5 +24,8 @@ struct TcpOptions {
 
 // The `tcp:` section on top of *options. Errors name the key: `tcp.node_counters: ...`.
 bool ParseTcpOptions(const YAML::Node& section, TcpOptions* options, std::string* error);
+
+// The collector --collector.tcp names.
+std::unique_ptr<Collector> NewTcpCollector(const CollectorOptions& options);
 
 }  // namespace nvmeof

@@ -7,10 +7,10 @@
 #include <set>
 #include <sstream>
 
-#include "collectors/base/files.h"
-#include "collectors/base/flags.h"
-#include "collectors/base/log.h"
-#include "collectors/base/yaml.h"
+#include "base/files.h"
+#include "base/flags.h"
+#include "base/log.h"
+#include "base/yaml.h"
 #include "collectors/registry.h"
 
 namespace nvmeof {
@@ -18,45 +18,47 @@ namespace {
 
 // The exporter's flags (probe takes the same ones). Help text nullptr: not in --help.
 const std::vector<FlagSpec>& ExporterFlags() {
-  static const std::vector<FlagSpec> flags = {
-      {"web.listen-address", FlagSpec::kValue,
-       "Address to listen on ([host]:port). Default :10420."},
-      {"web.telemetry-path", FlagSpec::kValue,
-       "Path under which to expose metrics. Default /metrics."},
-      {"web.config.file", FlagSpec::kValue, "exporter-toolkit web config (TLS, basic auth)."},
-      {"web.max-requests", FlagSpec::kValue, "Concurrent scrapes served; more get 503. Default 4."},
-      {"web.max-connections", FlagSpec::kValue,
-       "Open HTTP connections; more are refused. Default 512."},
-      {"web.connection-timeout", FlagSpec::kValue,
-       "Seconds before an idle or slow connection is closed; keep it above the scrape\n"
-       "interval, so that scrapers reuse their connection. Default 120."},
-      {"web.scrape-timeout", FlagSpec::kValue,
-       "Longest a scrape may take, in seconds (10, 2.5s); X-Prometheus-Scrape-Timeout-Seconds\n"
-       "less a margin shortens it. Collectors not done by then are left out. Default 10."},
-      {"config.file", FlagSpec::kValue, "YAML config: collectors, device and netdev filters, bpf."},
-      {"config.check", FlagSpec::kSwitch,
-       "Validate flags, --config.file and --web.config.file, then exit."},
-      {"path.sysfs", FlagSpec::kValue, "sysfs mount point. Default /sys."},
-      {"path.procfs", FlagSpec::kValue, "procfs mount point. Default /proc."},
-      {"path.configfs", FlagSpec::kValue, "configfs mount point. Default /sys/kernel/config."},
-      {"bpf.mechanism", FlagSpec::kValue,
-       "Force one attach mechanism: auto|fentry|kprobe|tp_btf|raw_tp."},
-      {"bpf.transport-stages", FlagSpec::kSwitch,
-       "NVMe-oF stages: add the transport tier (transport drivers' function hooks), which\n"
-       "splits round_trip and residence into transport stages. Costs about as much again."},
-      {"bpf.btf-path", FlagSpec::kValue,
-       "External BTF file or directory for kernels/modules without BTF."},
-      {"log.level", FlagSpec::kValue, "debug|info|warn|error. Default info."},
-      {"version", FlagSpec::kSwitch, "Print version and exit."},
-      {"help", FlagSpec::kSwitch, "Print this help and exit.", 'h'},
-      // Listed by UsageText with the collectors.
-      {"collector.", FlagSpec::kFamily, nullptr},
-      {"no-collector.", FlagSpec::kFamily, nullptr},
-      // For tests: ethtool stats from `ethtool -S` style files instead of the ioctl.
-      {"testing.ethtool-dir", FlagSpec::kValue, nullptr},
-      // For tests/fixtures/netlink: write every RDMA netlink reply to DIR/<request>.bin.
-      {"testing.rdma-netlink-record-dir", FlagSpec::kValue, nullptr},
-  };
+  static const std::vector<FlagSpec> flags = [] {
+    std::vector<FlagSpec> f = {
+        {"web.listen-address", FlagSpec::kValue,
+         "Address to listen on ([host]:port). Default :10420."},
+        {"web.telemetry-path", FlagSpec::kValue,
+         "Path under which to expose metrics. Default /metrics."},
+        {"web.config.file", FlagSpec::kValue, "exporter-toolkit web config (TLS, basic auth)."},
+        {"web.max-requests", FlagSpec::kValue,
+         "Concurrent scrapes served; more get 503. Default 4."},
+        {"web.max-connections", FlagSpec::kValue,
+         "Open HTTP connections; more are refused. Default 512."},
+        {"web.connection-timeout", FlagSpec::kValue,
+         "Seconds before an idle or slow connection is closed; keep it above the scrape\n"
+         "interval, so that scrapers reuse their connection. Default 120."},
+        {"web.scrape-timeout", FlagSpec::kValue,
+         "Longest a scrape may take, in seconds (10, 2.5s); X-Prometheus-Scrape-Timeout-Seconds\n"
+         "less a margin shortens it. Collectors not done by then are left out. Default 10."},
+        {"config.file", FlagSpec::kValue,
+         "YAML config: collectors, device and netdev filters, bpf."},
+        {"config.check", FlagSpec::kSwitch,
+         "Validate flags, --config.file and --web.config.file, then exit."},
+        {"path.sysfs", FlagSpec::kValue, "sysfs mount point. Default /sys."},
+        {"path.procfs", FlagSpec::kValue, "procfs mount point. Default /proc."},
+        {"path.configfs", FlagSpec::kValue, "configfs mount point. Default /sys/kernel/config."},
+    };
+    f.insert(f.end(), BpfFlags().begin(), BpfFlags().end());  // loader/bpf_options.h
+    f.insert(f.end(),
+             {
+                 {"log.level", FlagSpec::kValue, "debug|info|warn|error. Default info."},
+                 {"version", FlagSpec::kSwitch, "Print version and exit."},
+                 {"help", FlagSpec::kSwitch, "Print this help and exit.", 'h'},
+                 // Listed by UsageText with the collectors.
+                 {"collector.", FlagSpec::kFamily, nullptr},
+                 {"no-collector.", FlagSpec::kFamily, nullptr},
+                 // For tests: ethtool stats from `ethtool -S` style files instead of the ioctl.
+                 {"testing.ethtool-dir", FlagSpec::kValue, nullptr},
+                 // For tests/fixtures/netlink: write every RDMA netlink reply to DIR/<request>.bin.
+                 {"testing.rdma-netlink-record-dir", FlagSpec::kValue, nullptr},
+             });
+    return f;
+  }();
   return flags;
 }
 
@@ -274,21 +276,7 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
     if (!ApplyConfigYaml(text.str(), *v, options, error)) return false;
   }
   // Flags win over the config file.
-  if (auto v = get("bpf.mechanism")) {
-    if (!ValidBpfMechanism(*v)) {
-      *error = "--bpf.mechanism: \"" + *v + "\" is not one of auto, fentry, kprobe, tp_btf, raw_tp";
-      return false;
-    }
-    options->collector.bpf.mechanism = *v;
-  }
-  if (parsed.On("bpf.transport-stages")) options->collector.bpf.transport_stages = true;
-  if (auto v = get("bpf.btf-path")) {
-    if (!Exists(*v)) {
-      *error = "--bpf.btf-path: \"" + *v + "\" does not exist";
-      return false;
-    }
-    options->collector.bpf.btf_path = *v;
-  }
+  if (!ApplyBpfFlags(parsed, &options->collector.bpf, error)) return false;
   for (const auto& [name, enabled] : collector_flags) options->collectors[name] = enabled;
   return true;
 }

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/base/log.h"
+#include "base/log.h"
 #include "collectors/bpf.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
@@ -83,10 +83,9 @@ int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
   // Shutdown() releases scrapes waiting on it, so stopping the server (which joins its
   // connection threads) is quick. The collectors are not destroyed: the process ends with
   // _Exit (see main), and the kernel closes their fds, BPF links and maps included, as for a
-  // SIGKILL. Destroying them here detached every BPF program one by one and waited for the
-  // module watchers' trial loads: 3.4-5.7 s after SIGTERM on 5.10 under TCG (the VM suite's
-  // faults scenario bounds it by what a SIGKILL takes); a stuck run's thread cannot be joined
-  // either.
+  // SIGKILL. Destroying them here would detach every BPF program one by one and wait for the
+  // module watchers' trial loads, seconds on a slow machine, and a stuck run's thread cannot be
+  // joined at all.
   scraper->Shutdown();
   server.Stop();
   static_cast<void>(scraper.release());  // left to _Exit, see above

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <thread>
 
-#include "collectors/base/fd.h"
-#include "collectors/base/files.h"
-#include "collectors/base/log.h"
+#include "base/fd.h"
+#include "base/files.h"
+#include "base/log.h"
 
 namespace nvmeof {
 

@@ -2,7 +2,7 @@
 //
 // At start-up the bpf collector loads and attaches its programs (CAP_BPF + CAP_PERFMON). After
 // that only two things can still need a capability:
-// - the NVMe-oF module watcher thread (collectors/bpf/nvmeof_loader.cc), which loads and attaches
+// - the NVMe-oF module watcher thread (loader/nvmeof_loader.cc), which loads and attaches
 //   the hooks of modules loaded later: CAP_BPF + CAP_PERFMON (CAP_SYS_ADMIN on kernels without
 //   CAP_BPF, i.e. before 5.8);
 // - rdma_netlink's STAT_SET, sent on a scrape when a configured optional counter is off:
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/base/capabilities.h"
+#include "base/capabilities.h"
 #include "exporter/config.h"
 
 namespace nvmeof {

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/base/metric_sink.h"
+#include "base/metric_sink.h"
 
 namespace nvmeof {
 

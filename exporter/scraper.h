@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/base/collector.h"
+#include "base/collector.h"
 
 namespace nvmeof {
 

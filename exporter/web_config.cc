@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "collectors/base/yaml.h"
+#include "base/yaml.h"
 
 namespace nvmeof {
 namespace {

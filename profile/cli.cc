@@ -1,14 +1,11 @@
 #include "profile/cli.h"
 
-#include "collectors/base/files.h"
-#include "collectors/bpf/options.h"
+#include "base/files.h"
+#include "loader/bpf_options.h"
 
 namespace nvmeof::profile {
 
 const FlagSpec kHelpFlag = {"help", FlagSpec::kSwitch, "Print this help and exit.", 'h'};
-const FlagSpec kMechanismFlag = {"bpf.mechanism", FlagSpec::kValue,
-                                 "Force one attach mechanism: auto|fentry|kprobe|tp_btf|raw_tp.", 0,
-                                 "M"};
 
 std::string Usage(const char* synopsis, const char* about, const std::vector<FlagSpec>& flags) {
   return std::string("usage: nvmeof_exporter ") + synopsis + "\n\n" + about + "\n\nflags:\n" +
@@ -44,23 +41,12 @@ bool ParseCount(const std::string& text, std::uint64_t max, std::uint64_t* out) 
   return true;
 }
 
-bool GetSampleEvery(const ParsedArgs& parsed, std::uint64_t* every, std::string* error) {
+bool GetSampleEvery(const ParsedArgs& parsed, std::uint64_t* sample_every, std::string* error) {
   const std::string* v = parsed.Get("sample-every");
-  if (v && !ParseCount(*v, 1u << 20, every)) {
+  if (v && !ParseCount(*v, 1u << 20, sample_every)) {
     *error = "-s: \"" + *v + "\" is not a whole number in [1, 2^20]";
     return false;
   }
-  return true;
-}
-
-bool GetMechanism(const ParsedArgs& parsed, std::string* mechanism, std::string* error) {
-  const std::string* v = parsed.Get("bpf.mechanism");
-  if (!v) return true;
-  if (!ValidBpfMechanism(*v)) {
-    *error = "--bpf.mechanism: \"" + *v + "\" is not one of auto, fentry, kprobe, tp_btf, raw_tp";
-    return false;
-  }
-  *mechanism = *v;
   return true;
 }
 

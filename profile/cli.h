@@ -1,4 +1,4 @@
-// The command lines of record, report and top, on the exporter's parser (collectors/base/flags.h):
+// The command lines of record, report and top, on the exporter's parser (base/flags.h):
 // their usage text, and the flags they share (-s, --bpf.mechanism, --format, --help) with one
 // check and one message each.
 #pragma once
@@ -8,12 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "collectors/base/flags.h"
+#include "base/flags.h"
 
 namespace nvmeof::profile {
 
 extern const FlagSpec kHelpFlag;
-extern const FlagSpec kMechanismFlag;
 
 // "usage: nvmeof_exporter SYNOPSIS\n\nABOUT\n\nflags:\n" and the flags' help.
 std::string Usage(const char* synopsis, const char* about, const std::vector<FlagSpec>& flags);
@@ -32,8 +31,7 @@ int UsageError(const char* cmd, const std::string& error, std::ostream& err);
 bool ParseCount(const std::string& text, std::uint64_t max, std::uint64_t* out);
 
 // The shared flags, if given. False with one line in *error for a bad value.
-bool GetSampleEvery(const ParsedArgs& parsed, std::uint64_t* every, std::string* error);
-bool GetMechanism(const ParsedArgs& parsed, std::string* mechanism, std::string* error);
+bool GetSampleEvery(const ParsedArgs& parsed, std::uint64_t* sample_every, std::string* error);
 bool GetFormatJson(const ParsedArgs& parsed, bool* json, std::string* error);
 
 }  // namespace nvmeof::profile

@@ -7,8 +7,8 @@
 #include <map>
 
 #include "bpf/classes.h"
-#include "collectors/bpf/block.h"
-#include "collectors/bpf/nvmeof.h"
+#include "loader/block.h"
+#include "loader/nvmeof.h"
 #include "profile/report_data.h"
 
 namespace nvmeof::profile {

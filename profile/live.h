@@ -1,5 +1,5 @@
 // The live side of `record` and `top` without --from: both load bpf/record.bpf.c
-// (collectors/bpf/record_source.h) and read its per-command records. The conversion from the
+// (loader/record.h) and read its per-command records. The conversion from the
 // kernel's record and the live frame are pure and unit-tested.
 #pragma once
 
@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "bpf/record.h"
-#include "collectors/bpf/attach.h"
-#include "collectors/bpf/record_source.h"
+#include "bpf/record_maps.h"
+#include "loader/attach.h"
+#include "loader/record.h"
 #include "profile/record_file.h"
 #include "profile/top_frame.h"
 

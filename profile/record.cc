@@ -15,10 +15,10 @@
 #include <map>
 #include <sstream>
 
-#include "collectors/base/fd.h"
-#include "collectors/base/files.h"
-#include "collectors/base/log.h"
-#include "collectors/bpf/nvmeof.h"
+#include "base/fd.h"
+#include "base/files.h"
+#include "base/log.h"
+#include "loader/nvmeof.h"
 #include "profile/cli.h"
 #include "profile/commands.h"
 #include "profile/live.h"
@@ -30,7 +30,7 @@ namespace nvmeof::profile {
 namespace {
 
 struct RecordArgs {
-  std::uint64_t every = 1, duration = 0, ring_mib = NVMEOF_RECORD_RING_DEFAULT >> 20;
+  std::uint64_t sample_every = 1, duration = 0, ring_mib = NVMEOF_RECORD_RING_DEFAULT >> 20;
   std::string role = "host", output;
   BpfOptions bpf;
 };
@@ -50,7 +50,7 @@ const std::vector<FlagSpec>& RecordFlags() {
       {"role", FlagSpec::kValue, "host, target or both. Default host.", 0, "ROLE"},
       {"ring-size", FlagSpec::kValue,
        "BPF ring buffer in MiB, a power of 2 in [1, 1024]. Default 16.", 0, "MIB"},
-      kMechanismFlag,
+      BpfMechanismFlag(),
       kHelpFlag,
   };
   return flags;
@@ -68,7 +68,7 @@ int ParseRecordArgs(const std::vector<std::string>& args, RecordArgs* r, std::os
   if (int rc = ParseCommand("record", args, RecordFlags(), usage, 0, &p, out, err); rc >= 0)
     return rc;
   std::string e;
-  if (!GetSampleEvery(p, &r->every, &e) || !GetMechanism(p, &r->bpf.mechanism, &e))
+  if (!GetSampleEvery(p, &r->sample_every, &e) || !ApplyBpfFlags(p, &r->bpf, &e))
     return UsageError("record", e, err);
   if (auto v = p.Get("duration"); v && !ParseCount(*v, 86400, &r->duration)) {
     return UsageError("record",
@@ -97,14 +97,14 @@ std::string PathOf(const RecordArgs& r, bool host) {
 }
 
 // What both roles' headers share: this node, its kernel, -s N.
-RecordHeader NodeHeader(std::uint64_t every) {
+RecordHeader NodeHeader(std::uint64_t sample_every) {
   RecordHeader header;
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   header.hostname = host;
   struct utsname u {};
   if (uname(&u) == 0) header.kernel = u.release;
-  header.sample_every = every;
+  header.sample_every = sample_every;
   header.clock = "CLOCK_MONOTONIC";
   return header;
 }
@@ -160,14 +160,15 @@ int FinishFiles(const std::uint64_t (&start)[NVMEOF_RCTR_COUNT],
         << target_cmds << " commands, " << lost << " lost\n";
   if (w.dropped) err << "record: " << w.dropped << " out-of-order points dropped\n";
   // A recording that holds nothing measured nothing: say so and fail, rather than leave files
-  // that read as "no I/O" (issue 34: a 7.2 kernel's hooks attached and never fired).
+  // that read as "no I/O" (hooks can attach and never fire, as on a kernel whose tracepoint
+  // moved).
   int rc = 0;
   auto nothing = [&](const char* role, std::uint64_t records, std::uint64_t cmds) {
     if (records > 0) return;
     // 1 in N: none of 8N commands sampled happens by chance with odds below 1 in e^8.
-    if (cmds >= 8 * r.every) {
+    if (cmds >= 8 * r.sample_every) {
       err << "nvmeof_exporter record: recorded none of " << cmds << " " << role
-          << " commands counted (1 in " << r.every << " sampled)\n";
+          << " commands counted (1 in " << r.sample_every << " sampled)\n";
       rc = 1;
     }
   };
@@ -197,7 +198,7 @@ bool RecordUntilStopped(RecordSource& source, RecordSpool& spool, const RecordAr
     if (k.role == NVMEOF_ROLE_HOST ? want_host : want_target) spooled = spool.Add(k) && spooled;
   };
   err << "record: recording" << (r.duration ? " for " + std::to_string(r.duration) + " s" : "")
-      << " (1 in " << r.every << " commands); Ctrl-C ends\n";
+      << " (1 in " << r.sample_every << " commands); Ctrl-C ends\n";
   const auto t0 = std::chrono::steady_clock::now();
   {
     StopSignals signals;
@@ -222,13 +223,13 @@ bool RecordUntilStopped(RecordSource& source, RecordSpool& spool, const RecordAr
 int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   RecordArgs r;
   if (int rc = ParseRecordArgs(args, &r, out, err); rc >= 0) return rc;
-  const std::uint64_t every = r.every, ring_mib = r.ring_mib;
+  const std::uint64_t sample_every = r.sample_every, ring_mib = r.ring_mib;
   const std::string& role = r.role;
   const BpfOptions& bpf = r.bpf;
   const bool want_host = role != "target", want_target = role != "host";
   const std::string host_path = PathOf(r, true), target_path = PathOf(r, false);
   RecordOptions ro;
-  ro.sample_every = static_cast<std::uint32_t>(every);
+  ro.sample_every = static_cast<std::uint32_t>(sample_every);
   ro.ring_bytes = static_cast<std::uint32_t>(ring_mib << 20);
   ro.host = want_host;
   ro.target = want_target;
@@ -248,7 +249,7 @@ int RunRecord(const std::vector<std::string>& args, std::ostream& out, std::ostr
         << " (see the hooks above): nothing could be recorded\n";
     return 1;
   }
-  const RecordHeader header = NodeHeader(every);
+  const RecordHeader header = NodeHeader(sample_every);
   std::ofstream host_out, target_out;
   auto open = [&](std::ofstream& f, const std::string& path, const char* file_role, bool is_host) {
     f.open(path, std::ios::binary | std::ios::trunc);

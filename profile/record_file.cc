@@ -196,8 +196,8 @@ void WriteHeader(const RecordHeader& h, std::ostream& out) {
 }
 
 // A record line goes out per sampled command while `record` runs beside the load, so it is
-// written field by field: through an ordered_json it took about 57,000 instructions (a heap node
-// per key and value), as much as the eBPF side of 20 commands. Its strings repeat (a few
+// written field by field: an ordered_json costs a heap node per key and value, many times the
+// eBPF side of a command (tests/bench/README.md). Its strings repeat (a few
 // subsystems, disks and hosts), so each field keeps its last string's JSON text, made by the
 // library (escapes, and invalid UTF-8 replaced as in the other lines). The bytes are those of
 // the ordered_json dump (a unit test compares the two).

@@ -1,8 +1,8 @@
 // The records of a recording as the kernel wrote them, kept until it stops (`record`,
-// profile/record.cc). A JSON line costs about 12,000 instructions per record
-// (tests/bench/README.md, Round 13), as much as all the programs, spent on the measured machine
-// while it runs. So the reader only appends each record here, to an unnamed file beside the output,
-// and the JSON Lines are written once the recording has stopped and its programs are detached.
+// profile/record.cc). Formatting a JSON line costs as much as all the programs do per record
+// (tests/bench/README.md), spent on the measured machine while it runs. So the reader only
+// appends each record here, to an unnamed file beside the output, and the JSON Lines are
+// written once the recording has stopped and its programs are detached.
 //
 // A kernel record is 568 bytes, 480 of them its three names (disk, subsystem NQN, host NQN),
 // which repeat: a node has a few controllers. So the spool keeps each name once, with an id, and
@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bpf/record.h"
-#include "collectors/base/fd.h"
+#include "base/fd.h"
+#include "bpf/record_maps.h"
 
 namespace nvmeof::profile {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "bpf/classes.h"
-#include "collectors/bpf/nvmeof.h"
+#include "loader/nvmeof.h"
 #include "profile/text.h"
 
 namespace nvmeof::profile {

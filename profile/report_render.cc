@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-#include "collectors/bpf/nvmeof.h"
+#include "loader/nvmeof.h"
 #include "profile/json_out.h"
 #include "profile/text.h"
 

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "collectors/base/files.h"
-#include "collectors/bpf/record_source.h"
+#include "base/files.h"
+#include "loader/record.h"
 #include "profile/cli.h"
 #include "profile/commands.h"
 #include "profile/http_get.h"
@@ -25,8 +25,8 @@ struct TopArgs {
   HttpClientOptions client;
   bool once = false, json = false;
   double interval = 2;
-  std::uint64_t every = 8;
-  std::string mechanism = "auto";
+  std::uint64_t sample_every = 8;
+  BpfOptions bpf;  // --bpf.mechanism
 };
 
 const std::vector<FlagSpec>& TopFlags() {
@@ -47,7 +47,7 @@ const std::vector<FlagSpec>& TopFlags() {
        "FORMAT"},
       {"sample-every", FlagSpec::kValue, "Without --from: time 1 in N commands. Default 8.", 's',
        "N"},
-      kMechanismFlag,
+      BpfMechanismFlag(),
       kHelpFlag,
   };
   return flags;
@@ -64,7 +64,7 @@ int ParseTopArgs(const std::vector<std::string>& args, TopArgs* t, std::ostream&
   ParsedArgs p;
   if (int rc = ParseCommand("top", args, TopFlags(), usage, 0, &p, out, err); rc >= 0) return rc;
   std::string e;
-  if (!GetSampleEvery(p, &t->every, &e) || !GetMechanism(p, &t->mechanism, &e) ||
+  if (!GetSampleEvery(p, &t->sample_every, &e) || !ApplyBpfFlags(p, &t->bpf, &e) ||
       !GetFormatJson(p, &t->json, &e))
     return UsageError("top", e, err);
   if (auto v = p.Get("from")) {
@@ -96,9 +96,7 @@ int ParseTopArgs(const std::vector<std::string>& args, TopArgs* t, std::ostream&
 
 // `top` on its own record object: interval, once and json as RunTop's; sample_every 1 in N.
 int RunTopLive(double interval, bool once, bool json, std::uint32_t sample_every,
-               const std::string& mechanism, std::ostream& out, std::ostream& err) {
-  BpfOptions bpf;
-  bpf.mechanism = mechanism;
+               const BpfOptions& bpf, std::ostream& out, std::ostream& err) {
   RecordOptions ro;
   ro.sample_every = sample_every;
   RecordLoad load = LoadRecord(Paths{}, bpf, ro);
@@ -150,7 +148,7 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
   TopArgs t;
   if (int rc = ParseTopArgs(args, &t, out, err); rc >= 0) return rc;
   if (t.from.empty()) {
-    return RunTopLive(t.interval, t.once, t.json, static_cast<std::uint32_t>(t.every), t.mechanism,
+    return RunTopLive(t.interval, t.once, t.json, static_cast<std::uint32_t>(t.sample_every), t.bpf,
                       out, err);
   }
   const std::string& from = t.from;

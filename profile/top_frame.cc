@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "bpf/nvmeof_maps.h"
-#include "collectors/bpf/nvmeof.h"
+#include "loader/nvmeof.h"
 
 namespace nvmeof::profile {
 

@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "bpf/hist.h"
-#include "collectors/base/collector.h"
-#include "collectors/base/fd.h"
-#include "collectors/bpf/histogram.h"
+#include "base/collector.h"
+#include "base/fd.h"
+#include "loader/histogram.h"
 #include "exporter/protobuf_exposition.h"
 #include "exporter/scraper.h"
 #include "exporter/text_exposition.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Nothing is served at the defaults that nothing reads (shared/DESIGN.md "A fleet"; issue 32).
+"""Nothing is served at the defaults that nothing reads (docs/fleet.md "What the defaults serve").
 
 Usage: check_served_is_read.py [--repo DIR] [--list] SCRAPE...
 
@@ -43,7 +43,7 @@ SELF = {
     # scraper (or a proxy between) reconnects every scrape (issue 32 item 3).
     "nvmeof_exporter_http_connections_total":
         "keep-alive check: connections opened per scraper",
-    # eBPF self-metrics (collectors/bpf.cc, collectors/bpf/lifecycle.cc): what the kernel side
+    # eBPF self-metrics (collectors/bpf.cc, loader/lifecycle.cc): what the kernel side
     # costs and what it could not record, for the memory cgroup's and the sampling's questions.
     "nvmeof_exporter_bpf_map_bytes":
         "eBPF map memory ceilings, charged to the memory cgroup (an OOM's first question)",

@@ -16,7 +16,7 @@ Two sources, one output file:
   job): the regression alerts must stay silent there, because their baseline is the larger of
   the day-ago and the week-ago p99.
 
-Synthetic shape (DESIGN.md "stage model"): command series per namespace device and controller
+Synthetic shape (docs/metrics.md "NVMe-oF stages"): command series per namespace device and controller
 (host) and per subsystem NQN and port (target); stage series at --stage-detail (the exporter's
 bpf.stage_detail, default controller: host per controller, target per NQN; namespace: as the
 command series; node: neither), NVMe/RDMA and NVMe/TCP, reads and writes, log-normal stage

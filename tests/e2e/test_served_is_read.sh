@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nothing is served at the defaults that no shipped panel, rule, alert or runbook reads
-# (check_served_is_read.py; shared/DESIGN.md "A fleet", docs/fleet.md "What the defaults
+# (check_served_is_read.py; docs/fleet.md "What the defaults
 # serve"). What the defaults serve, from three scrapes:
 #   - golden.prom: the default scrape of the fixture trees (every collector but eBPF's series);
 #   - the VM suite's real NVMe-oF scrape (tests/fixtures/vm-stages): the eBPF stage families;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/base/log.h"
+#include "base/log.h"
 #include "exporter/config.h"
 #include "exporter/web_config.h"
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectors/kernel/dcb.h"
+#include "readers/dcb.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::vector<std::uint8_t> buf(data, data + size);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/kernel/ethtool.h"
+#include "readers/ethtool.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "collectors/base/log.h"
+#include "base/log.h"
 #include "exporter/web_server.h"
 
 namespace {

@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "collectors/base/log.h"
-#include "collectors/kernel/nldev.h"
+#include "base/log.h"
+#include "readers/nldev.h"
 #include "collectors/rdma_netlink.h"
 #include "collectors/registry.h"
 

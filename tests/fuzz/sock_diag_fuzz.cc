@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectors/kernel/sock_diag.h"
+#include "readers/sock_diag.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // A recv() buffer is aligned (NLMSG_ALIGNTO); so is a fresh heap copy of exactly `size` bytes,

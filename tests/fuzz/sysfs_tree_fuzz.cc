@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/base/log.h"
-#include "collectors/base/metric_sink.h"
+#include "base/log.h"
+#include "base/metric_sink.h"
 #include "collectors/registry.h"
 
 namespace fs = std::filesystem;

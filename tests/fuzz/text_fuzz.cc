@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/base/files.h"
-#include "collectors/base/label_value.h"
-#include "collectors/kernel/netdev_stats.h"
-#include "collectors/kernel/proc_net.h"
+#include "base/files.h"
+#include "base/label_value.h"
+#include "readers/netdev_stats.h"
+#include "readers/proc_net.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

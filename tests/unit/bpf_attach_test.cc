@@ -1,6 +1,6 @@
 // The attach layer without a kernel: planning against a fake prober, availability checks
 // against fixture trees, the probe output.
-#include "collectors/bpf/attach.h"
+#include "loader/attach.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-#include "collectors/bpf/block.h"
+#include "loader/block.h"
 
 namespace nvmeof {
 namespace {

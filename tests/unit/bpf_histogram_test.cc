@@ -1,6 +1,6 @@
 // Bucket math of bpf/hist.h and collectors/bpf_histogram.cc, and the claim it exists for:
 // histogram_quantile over the exported buckets is within 10% of the true quantile.
-#include "collectors/bpf/histogram.h"
+#include "loader/histogram.h"
 
 #include <gtest/gtest.h>
 

@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "collectors/bpf.h"
-#include "collectors/bpf/kernel.h"
 #include "collectors/registry.h"
+#include "loader/libbpf.h"
 #include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 

@@ -9,9 +9,10 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "collectors/bpf/lifecycle.h"
-#include "collectors/bpf/options.h"
-#include "collectors/kernel/tracepoint_format.h"
+#include "collectors/bpf_series.h"
+#include "loader/bpf_options.h"
+#include "loader/lifecycle.h"
+#include "readers/tracepoint_format.h"
 #include "tests/unit/sink_query.h"
 
 namespace nvmeof {

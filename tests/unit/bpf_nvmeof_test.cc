@@ -9,8 +9,8 @@
 #include <set>
 
 #include "collectors/bpf.h"
-#include "collectors/bpf/nvmeof.h"
 #include "collectors/registry.h"
+#include "loader/nvmeof.h"
 #include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 

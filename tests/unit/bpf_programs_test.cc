@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "collectors/bpf/attach.h"
-#include "collectors/bpf/block.h"
-#include "collectors/bpf/lifecycle.h"
-#include "collectors/bpf/nvmeof.h"
+#include "loader/attach.h"
+#include "loader/block.h"
+#include "loader/lifecycle.h"
+#include "loader/nvmeof.h"
 
 #if NVMEOF_HAVE_BPF
 #include <bpf/libbpf.h>
@@ -29,10 +29,10 @@ struct Table {
 };
 
 const Table kTables[] = {
-    {"block", "collectors/bpf/block_loader.cc", &BlockHooks},
-    {"nvmeof", "collectors/bpf/nvmeof_loader.cc", &NvmeofHooks},
-    {"record", "collectors/bpf/record_loader.cc", &RecordNvmeofHooks},
-    {"lifecycle", "collectors/bpf/lifecycle_loader.cc", &LifecycleHooks},
+    {"block", "loader/block_loader.cc", &BlockHooks},
+    {"nvmeof", "loader/nvmeof_loader.cc", &NvmeofHooks},
+    {"record", "loader/record_loader.cc", &RecordNvmeofHooks},
+    {"lifecycle", "loader/lifecycle_loader.cc", &LifecycleHooks},
 };
 
 // "hook/program" for each variant whose program is not in `programs`.

@@ -16,7 +16,7 @@ namespace {
 // Picks of `n` commands; fields(i, &a, &b) gives command i's two hashed fields.
 template <typename F>
 double PickedShare(unsigned every, int n, F fields) {
-  const unsigned long long limit = nvmeof_sample_limit(every);
+  const unsigned long long limit = nvmeof_sample_every_hash_limit(every);
   int picked = 0;
   for (int i = 0; i < n; ++i) {
     unsigned long long a = 0, b = 0;
@@ -33,8 +33,8 @@ void ExpectShare(double share, unsigned every, int n, const char* what) {
 }
 
 TEST(BpfSample, OneInOnePicksEverything) {
-  EXPECT_EQ(nvmeof_sample_limit(0), ~0ULL);
-  EXPECT_EQ(nvmeof_sample_limit(1), ~0ULL);
+  EXPECT_EQ(nvmeof_sample_every_hash_limit(0), ~0ULL);
+  EXPECT_EQ(nvmeof_sample_every_hash_limit(1), ~0ULL);
   EXPECT_EQ(PickedShare(1, 100000,
                         [](int i, auto* a, auto* b) {
                           *a = ~0ULL - static_cast<unsigned long long>(i);
@@ -75,7 +75,7 @@ TEST(BpfSample, OneInNOfRealisticStreams) {
 // host's generation counter in its top 4 bits) and from the host's request (its tag), and still
 // 1 in N where the tag does not vary: QD1 on one queue, sequential LBAs.
 TEST(BpfSample, CommandPickIgnoresTheGenerationCounter) {
-  const unsigned long long limit = nvmeof_sample_limit(8);
+  const unsigned long long limit = nvmeof_sample_every_hash_limit(8);
   int differ = 0;
   for (unsigned long long slba = 0; slba < 100000; ++slba) {
     const unsigned tag = static_cast<unsigned>(slba % 17);
@@ -86,7 +86,7 @@ TEST(BpfSample, CommandPickIgnoresTheGenerationCounter) {
   EXPECT_EQ(differ, 0);
   const int n = 400000;
   for (unsigned every : {8u, 64u}) {
-    const unsigned long long l = nvmeof_sample_limit(every);
+    const unsigned long long l = nvmeof_sample_every_hash_limit(every);
     int picked = 0;
     for (int i = 0; i < n; ++i) picked += nvmeof_picked_cmd(2048 + static_cast<unsigned>(i), 5, l);
     ExpectShare(static_cast<double>(picked) / n, every, n, "one tag, sequential LBAs");

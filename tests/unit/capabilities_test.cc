@@ -1,6 +1,6 @@
-// collectors/base/capabilities.h: names by number and the Cap* lines of a status file, as the
+// base/capabilities.h: names by number and the Cap* lines of a status file, as the
 // privilege drop and the BPF availability check read them.
-#include "collectors/base/capabilities.h"
+#include "base/capabilities.h"
 
 #include <gtest/gtest.h>
 

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "collectors/bpf.h"
-#include "collectors/bpf/nvmeof.h"
-#include "collectors/bpf/options.h"
 #include "collectors/registry.h"
+#include "loader/bpf_options.h"
+#include "loader/nvmeof.h"
 #include "tests/unit/scratch_tree.h"
 
 namespace nvmeof {

@@ -1,4 +1,4 @@
-#include "collectors/kernel/ethtool.h"
+#include "readers/ethtool.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/kernel/dcb.h"
+#include "readers/dcb.h"
 
 namespace nvmeof {
 namespace {

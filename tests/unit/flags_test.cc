@@ -1,5 +1,5 @@
-// The one command-line parser of the exporter and its subcommands (collectors/base/flags.h).
-#include "collectors/base/flags.h"
+// The one command-line parser of the exporter and its subcommands (base/flags.h).
+#include "base/flags.h"
 
 #include <gtest/gtest.h>
 

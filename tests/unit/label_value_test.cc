@@ -1,4 +1,4 @@
-#include "collectors/base/label_value.h"
+#include "base/label_value.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "collectors/base/metric_sink.h"
+#include "base/metric_sink.h"
 #include "tests/unit/sink_query.h"
 
 namespace nvmeof {

@@ -6,7 +6,7 @@
 #include <iterator>
 #include <vector>
 
-#include "collectors/base/files.h"
+#include "base/files.h"
 
 namespace nvmeof {
 namespace {

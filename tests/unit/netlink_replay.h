@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "collectors/kernel/rdma_netlink_socket.h"
+#include "readers/rdma_netlink_socket.h"
 
 namespace nvmeof {
 

@@ -1,10 +1,10 @@
-#include "collectors/kernel/nvmeof_names.h"
+#include "readers/nvmeof_names.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "collectors/bpf/nvmeof.h"
+#include "loader/nvmeof.h"
 
 namespace nvmeof {
 namespace {

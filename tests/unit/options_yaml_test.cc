@@ -2,7 +2,7 @@
 // the exact messages users see, which the move out of exporter/config.cc kept byte for byte.
 #include <gtest/gtest.h>
 
-#include "collectors/base/yaml.h"
+#include "base/yaml.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
 #include "exporter/web_config.h"

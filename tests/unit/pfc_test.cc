@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/base/files.h"
+#include "base/files.h"
 #include "collectors/registry.h"
 #include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"

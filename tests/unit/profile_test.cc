@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "collectors/bpf/nvmeof.h"
+#include "loader/nvmeof.h"
 #include "profile/commands.h"
 #include "profile/live.h"
 #include "profile/record_file.h"

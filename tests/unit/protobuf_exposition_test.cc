@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "bpf/hist.h"
-#include "collectors/bpf/histogram.h"
 #include "io/prometheus/client/metrics.pb.h"
+#include "loader/histogram.h"
 
 namespace nvmeof {
 namespace {

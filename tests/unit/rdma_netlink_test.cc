@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "collectors/kernel/nldev.h"
 #include "collectors/rdma_netlink.h"
 #include "collectors/registry.h"
 #include "exporter/config.h"
+#include "readers/nldev.h"
 #include "tests/unit/netlink_replay.h"
 #include "tests/unit/sink_query.h"
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/base/metric_sink.h"
+#include "base/metric_sink.h"
 
 namespace nvmeof {
 

@@ -1,5 +1,5 @@
 // ParseTcpDiag on hand-built SOCK_DIAG_BY_FAMILY replies: well-formed, truncated, unpadded.
-#include "collectors/kernel/sock_diag.h"
+#include "readers/sock_diag.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

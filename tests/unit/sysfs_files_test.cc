@@ -1,4 +1,4 @@
-#include "collectors/base/sysfs_files.h"
+#include "readers/sysfs_files.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "collectors/base/files.h"
+#include "base/files.h"
 
 namespace nvmeof {
 namespace {

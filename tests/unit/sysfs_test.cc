@@ -1,5 +1,5 @@
-#include "collectors/base/files.h"
-#include "collectors/kernel/rdma_sysfs.h"
+#include "base/files.h"
+#include "readers/rdma_sysfs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "collectors/kernel/tracepoint_format.h"
+#include "readers/tracepoint_format.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,29 @@
+// What every collector is built from: a leaf header that collectors include (the registry
+// includes it too, never the other way round).
+#pragma once
+
+#include "base/collector.h"
+#include "collectors/nvme_host.h"
+#include "collectors/nvmet.h"
+#include "collectors/pfc.h"
+#include "collectors/rdma.h"
+#include "collectors/rdma_netlink.h"
+#include "collectors/tcp.h"
+#include "loader/bpf_options.h"
+
+namespace nvmeof {
+
+// The filesystem roots and each collector's own options
+// (declared next to it; the config section of each is named after the collector).
+struct CollectorOptions {
+  Paths paths;
+  RdmaOptions rdma;  // rdma.devices also selects the devices of pfc and rdma_netlink
+  PfcOptions pfc;
+  NvmeHostOptions nvme_host;
+  NvmetOptions nvmet;
+  BpfOptions bpf;
+  RdmaNetlinkOptions rdma_netlink;
+  TcpOptions tcp;
+};
+
+}  // namespace nvmeof
