@@ -7,6 +7,7 @@ set -euo pipefail
 BUILD=(cmake g++ make pkg-config git clang llvm bpftool libbpf-dev
   prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev libyaml-cpp-dev libmnl-dev zlib1g-dev
   libcrypt-dev libibverbs-dev rdma-core nlohmann-json3-dev
+  libcurl4-openssl-dev  # top --from (profile/http_get.h: why not libcurl4-gnutls-dev)
   protobuf-compiler libprotobuf-dev golang-github-prometheus-client-model-dev  # protobuf exposition
   help2man dpkg-dev)  # the man page (optional: the build goes on without it); dpkg-shlibdeps for the .deb
 TEST=(libgtest-dev libgmock-dev prometheus prometheus-alertmanager curl openssl apache2-utils python3 iproute2 ethtool

@@ -1,302 +1,302 @@
 #include "profile/http_get.h"
 
-#include <gnutls/gnutls.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <memory>
-#include <thread>
+#include <curl/curl.h>
+#include <string.h>
 
-#include "collectors/base/fd.h"
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <string_view>
+#include <utility>
 
 namespace nvmeof::profile {
 
 namespace {
 
-std::string Base64(const std::string& in) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  unsigned v = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    v = (v << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += k[(v >> bits) & 63];
-    }
-  }
-  if (bits > 0) out += k[(v << (6 - bits)) & 63];
-  while (out.size() % 4) out += '=';
-  return out;
+// A Prometheus text exposition is a few MiB at most; far more means the URL is not an
+// exporter's (or a hostile one), and top would hold it all in memory twice.
+constexpr curl_off_t kMaxBody = 64 << 20;
+constexpr const char* kMaxBodyText = "64 MiB";
+// A host that is down should fail the frame quickly, not after the whole read budget.
+constexpr double kMaxConnectSeconds = 5;
+
+struct CurlDeleter {
+  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
+};
+struct CurlUrlDeleter {
+  void operator()(CURLU* url) const { curl_url_cleanup(url); }
+};
+struct CurlSlistDeleter {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+struct CurlFree {
+  void operator()(char* p) const { curl_free(p); }
+};
+
+// curl_global_init is process-wide, and before 7.84 not thread-safe; it is never undone, as
+// another HttpClient may be alive on another thread.
+CURLcode GlobalInit() {
+  static std::once_flag once;
+  static CURLcode rc = CURLE_OK;
+  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  return rc;
 }
 
-// One connection's byte stream: plain, or GnuTLS over the socket.
-class Stream {
- public:
-  virtual ~Stream() = default;
-  virtual bool Send(const std::string& data, std::string* error) = 0;
-  // > 0 bytes read, 0 at the end, < 0 on error (with *error set).
-  virtual long Recv(char* buf, size_t len, std::string* error) = 0;
-};
-
-class PlainStream : public Stream {
- public:
-  explicit PlainStream(int fd) : fd_(fd) {}
-  bool Send(const std::string& data, std::string* error) override {
-    size_t sent = 0;
-    while (sent < data.size()) {
-      const ssize_t n = send(fd_, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) {
-        *error = "send failed";
-        return false;
-      }
-      sent += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  long Recv(char* buf, size_t len, std::string* error) override {
-    const ssize_t n = recv(fd_, buf, len, 0);
-    if (n < 0) *error = "read failed or timed out";
-    return n;
-  }
-
- private:
-  int fd_;
-};
-
-class TlsStream : public Stream {
- public:
-  ~TlsStream() override {
-    if (session_) {
-      gnutls_bye(session_, GNUTLS_SHUT_WR);
-      gnutls_deinit(session_);
-    }
-    if (cred_) gnutls_certificate_free_credentials(cred_);
-  }
-  bool Start(int fd, const std::string& host, const HttpClientOptions& o, std::string* error) {
-    int rc = gnutls_certificate_allocate_credentials(&cred_);
-    if (rc >= 0) {
-      rc = o.ca_file.empty() ? gnutls_certificate_set_x509_system_trust(cred_)
-                             : gnutls_certificate_set_x509_trust_file(cred_, o.ca_file.c_str(),
-                                                                      GNUTLS_X509_FMT_PEM);
-      if (rc == 0 && !o.ca_file.empty()) rc = GNUTLS_E_FILE_ERROR;  // no certificate in it
-    }
-    if (rc < 0) {
-      *error = "CA " + (o.ca_file.empty() ? std::string("system trust") : o.ca_file) + ": " +
-               gnutls_strerror(rc);
-      return false;
-    }
-    if ((rc = gnutls_init(&session_, GNUTLS_CLIENT)) < 0 ||
-        (rc = gnutls_set_default_priority(session_)) < 0 ||
-        (rc = gnutls_credentials_set(session_, GNUTLS_CRD_CERTIFICATE, cred_)) < 0) {
-      *error = std::string("TLS setup: ") + gnutls_strerror(rc);
-      return false;
-    }
-    gnutls_server_name_set(session_, GNUTLS_NAME_DNS, host.data(), host.size());
-    if (!o.insecure_skip_verify) gnutls_session_set_verify_cert(session_, host.c_str(), 0);
-    gnutls_transport_set_int(session_, fd);
-    gnutls_handshake_set_timeout(session_, static_cast<unsigned>(o.timeout_seconds * 1000));
-    do {
-      rc = gnutls_handshake(session_);
-    } while (rc < 0 && gnutls_error_is_fatal(rc) == 0);
-    if (rc < 0) {
-      *error = std::string("TLS handshake: ") + gnutls_strerror(rc);
-      if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
-        gnutls_datum_t why{};
-        if (gnutls_certificate_verification_status_print(
-                gnutls_session_get_verify_cert_status(session_), GNUTLS_CRT_X509, &why, 0) == 0) {
-          *error += std::string(" (") + reinterpret_cast<const char*>(why.data) + ")";
-          gnutls_free(why.data);
-        }
-      }
-      return false;
-    }
-    return true;
-  }
-  bool Send(const std::string& data, std::string* error) override {
-    size_t sent = 0;
-    while (sent < data.size()) {
-      const ssize_t n = gnutls_record_send(session_, data.data() + sent, data.size() - sent);
-      if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) continue;
-      if (n < 0) {
-        *error = std::string("TLS send: ") + gnutls_strerror(static_cast<int>(n));
-        return false;
-      }
-      sent += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  long Recv(char* buf, size_t len, std::string* error) override {
-    for (;;) {
-      const ssize_t n = gnutls_record_recv(session_, buf, len);
-      if (n == GNUTLS_E_INTERRUPTED) continue;
-      if (n == GNUTLS_E_PREMATURE_TERMINATION) return 0;  // closed without close_notify
-      if (n < 0) *error = std::string("TLS read: ") + gnutls_strerror(static_cast<int>(n));
-      return n;
-    }
-  }
-
- private:
-  gnutls_certificate_credentials_t cred_ = nullptr;
-  gnutls_session_t session_ = nullptr;
-};
-
-// The parts of an http(s) URL; the path defaults to /metrics, the port to the scheme's.
-struct HostPort {
-  std::string authority, host, port, path;
-};
-
-bool SplitUrl(const std::string& url, bool tls, HostPort* out, std::string* error) {
-  std::string rest = url.substr(tls ? 8 : 7);
-  std::string path = "/metrics";
-  if (auto slash = rest.find('/'); slash != std::string::npos) {
-    path = rest.substr(slash);
-    rest = rest.substr(0, slash);
-  }
-  std::string host = rest, port = tls ? "443" : "80";
-  if (!rest.empty() && rest[0] == '[') {
-    const auto close = rest.find(']');
-    if (close == std::string::npos) {
-      *error = "bad URL " + url;
-      return false;
-    }
-    host = rest.substr(1, close - 1);
-    if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
-  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
-    host = rest.substr(0, colon);
-    port = rest.substr(colon + 1);
-  }
-  *out = {rest, host, port, path};
-  return true;
+std::string ErrnoText(long err) {
+  char buf[256];
+  return strerror_r(static_cast<int>(err), buf, sizeof buf);  // GNU: returns the text
 }
 
-// A TCP connection with send and receive timeouts; invalid with *error set on failure.
-UniqueFd Connect(const std::string& host, const std::string& port, double timeout_seconds,
-                 std::string* error) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    *error = host + ":" + port + ": " + gai_strerror(rc);
-    return UniqueFd();
+// Empty if path names a readable file with a PEM certificate, else why not: libcurl's own
+// message for such a file depends on its TLS library, and with some (GnuTLS) it only shows as
+// every handshake failing as untrusted.
+std::string CheckCaFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "CA file " + path + ": cannot read it";
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return "CA file " + path + ": no PEM certificate in it";
   }
-  UniqueFd fd;
-  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    fd = UniqueFd(socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!fd.valid()) continue;
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(timeout_seconds);
-    tv.tv_usec = static_cast<suseconds_t>((timeout_seconds - static_cast<double>(tv.tv_sec)) * 1e6);
-    setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) break;
-    fd = UniqueFd();
-  }
-  freeaddrinfo(res);
-  if (!fd.valid()) *error = "cannot connect to " + host + ":" + port;
-  return fd;
+  return "";
 }
 
-// The body of a whole HTTP/1.x response: status 200, then as is or de-chunked.
-bool ParseResponse(const std::string& response, std::string* body, std::string* error) {
-  const size_t head_end = response.find("\r\n\r\n");
-  if (head_end == std::string::npos || response.rfind("HTTP/1.", 0) != 0) {
-    *error = "not an HTTP response";
-    return false;
-  }
-  const std::string head = response.substr(0, head_end);
-  const int status = std::atoi(head.c_str() + head.find(' ') + 1);
-  if (status != 200) {
-    *error = "HTTP " + head.substr(head.find(' ') + 1, head.find("\r\n") - head.find(' ') - 1);
-    return false;
-  }
-  std::string lower = head;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::string raw = response.substr(head_end + 4);
-  if (lower.find("transfer-encoding: chunked") == std::string::npos) {
-    *body = std::move(raw);
-    return true;
-  }
-  body->clear();
-  size_t i = 0;
-  for (;;) {
-    const size_t eol = raw.find("\r\n", i);
-    if (eol == std::string::npos) {
-      *error = "truncated chunked body";
-      return false;
-    }
-    const unsigned long len = std::strtoul(raw.c_str() + i, nullptr, 16);
-    i = eol + 2;
-    if (len == 0) return true;
-    if (i + len > raw.size()) {
-      *error = "truncated chunked body";
-      return false;
-    }
-    body->append(raw, i, len);
-    i += len + 2;
-  }
+// The string value of one part of a parsed URL ("" if it has none).
+std::string UrlPart(CURLU* url, CURLUPart part, unsigned flags = 0) {
+  char* raw = nullptr;
+  if (curl_url_get(url, part, &raw, flags) != CURLUE_OK) return "";
+  std::unique_ptr<char, CurlFree> owned(raw);
+  return raw;
 }
 
 }  // namespace
 
-bool HttpGet(const std::string& url, const HttpClientOptions& options, std::string* body,
-             std::string* error) {
-  const double timeout_seconds = options.timeout_seconds;
-  const bool tls = url.rfind("https://", 0) == 0;
-  if (!tls && url.rfind("http://", 0) != 0) {
+struct HttpClient::State {
+  std::unique_ptr<CURL, CurlDeleter> curl;
+  std::unique_ptr<curl_slist, CurlSlistDeleter> headers;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+  std::string setup_error;  // set by the constructor: every Get fails with it
+  // Per transfer: where the body goes, whether it outgrew kMaxBody, the last status line.
+  std::string* body = nullptr;
+  bool too_large = false;
+  std::string status_line;
+
+  static size_t OnBody(char* data, size_t size, size_t n, void* self) {
+    State* s = static_cast<State*>(self);
+    const size_t bytes = size * n;
+    if (s->body->size() + bytes > static_cast<size_t>(kMaxBody)) {
+      s->too_large = true;
+      return 0;  // curl aborts the transfer with CURLE_WRITE_ERROR
+    }
+    s->body->append(data, bytes);
+    return bytes;
+  }
+
+  // Keeps the status line's reason phrase for the error of a non-2xx answer, which libcurl
+  // does not report itself (CURLINFO_RESPONSE_CODE is the number only).
+  static size_t OnHeader(char* data, size_t size, size_t n, void* self) {
+    State* s = static_cast<State*>(self);
+    const size_t bytes = size * n;
+    std::string_view line(data, bytes);
+    if (line.starts_with("HTTP/")) {
+      while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
+        line.remove_suffix(1);
+      }
+      const size_t space = line.find(' ');
+      s->status_line = space == std::string_view::npos ? "" : line.substr(space + 1);
+    }
+    return bytes;
+  }
+};
+
+HttpClient::HttpClient(HttpClientOptions options)
+    : options_(std::move(options)), state_(std::make_unique<State>()) {
+  State& s = *state_;
+  if (CURLcode rc = GlobalInit(); rc != CURLE_OK) {
+    s.setup_error = std::string("libcurl init: ") + curl_easy_strerror(rc);
+    return;
+  }
+  s.curl.reset(curl_easy_init());
+  s.headers.reset(curl_slist_append(nullptr, "Accept: text/plain"));
+  if (!s.curl || !s.headers) {
+    s.setup_error = "libcurl init: out of memory";
+    return;
+  }
+  if (!options_.ca_file.empty() && !options_.insecure_skip_verify) {
+    s.setup_error = CheckCaFile(options_.ca_file);
+    if (!s.setup_error.empty()) return;
+  }
+  CURL* curl = s.curl.get();
+  CURLcode rc = CURLE_OK;
+  auto set = [&](CURLoption option, auto value) {
+    if (rc == CURLE_OK) rc = curl_easy_setopt(curl, option, value);
+  };
+  const long timeout_ms = std::max(1L, static_cast<long>(options_.timeout_seconds * 1000));
+  set(CURLOPT_ERRORBUFFER, s.error_buffer);
+  // Timeouts by poll() instead of SIGALRM, which would hit whatever thread the signal lands on.
+  set(CURLOPT_NOSIGNAL, 1L);
+  set(CURLOPT_PROTOCOLS_STR, "http,https");
+  // Straight to the exporter, as Prometheus scrapes, never through the environment's
+  // http_proxy/https_proxy (meant for the internet, not a node's exporter).
+  set(CURLOPT_PROXY, "");
+  set(CURLOPT_FOLLOWLOCATION, 0L);  // a redirect is an error: /metrics is never one
+  set(CURLOPT_TIMEOUT_MS, timeout_ms);
+  set(CURLOPT_CONNECTTIMEOUT_MS,
+      std::min(timeout_ms, static_cast<long>(kMaxConnectSeconds * 1000)));
+  set(CURLOPT_HTTPHEADER, s.headers.get());
+  set(CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl decodes; OnBody bounds the decoded size
+  set(CURLOPT_MAXFILESIZE_LARGE, kMaxBody);  // refused early when Content-Length says so
+  set(CURLOPT_USERAGENT, "nvmeof_exporter top");
+  set(CURLOPT_WRITEFUNCTION, &State::OnBody);
+  set(CURLOPT_WRITEDATA, &s);
+  set(CURLOPT_HEADERFUNCTION, &State::OnHeader);
+  set(CURLOPT_HEADERDATA, &s);
+  if (!options_.ca_file.empty()) set(CURLOPT_CAINFO, options_.ca_file.c_str());
+  if (options_.insecure_skip_verify) {
+    set(CURLOPT_SSL_VERIFYPEER, 0L);
+    set(CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (!options_.username.empty()) set(CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+  if (rc != CURLE_OK) s.setup_error = std::string("libcurl setup: ") + curl_easy_strerror(rc);
+}
+
+HttpClient::~HttpClient() = default;
+
+bool HttpClient::Get(const std::string& url, std::string* body, std::string* error) {
+  State& s = *state_;
+  body->clear();
+  if (!s.setup_error.empty()) {
+    *error = s.setup_error;
+    return false;
+  }
+  const bool tls = url.starts_with("https://");
+  if (!tls && !url.starts_with("http://")) {
     *error = "expected an http:// or https:// URL";
     return false;
   }
-  std::string authorization;
-  if (!options.username.empty()) {
-    std::ifstream in(options.password_file);
+  std::unique_ptr<CURLU, CurlUrlDeleter> parsed(curl_url());
+  if (!parsed) {
+    *error = "libcurl: out of memory";
+    return false;
+  }
+  if (CURLUcode rc = curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0); rc != CURLUE_OK) {
+    *error = "bad URL " + url + ": " + curl_url_strerror(rc);
+    return false;
+  }
+  // "https://host:10420" means the exporter's /metrics, as in the docs; libcurl would ask for /.
+  const size_t authority = url.find("://") + 3;
+  const size_t authority_end = url.find_first_of("/?#", authority);
+  if (authority_end == std::string::npos || url[authority_end] != '/') {
+    curl_url_set(parsed.get(), CURLUPART_PATH, "/metrics", 0);
+  }
+  const std::string where = UrlPart(parsed.get(), CURLUPART_HOST) + ":" +
+                            UrlPart(parsed.get(), CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  CURL* curl = s.curl.get();
+  curl_easy_setopt(curl, CURLOPT_URL, UrlPart(parsed.get(), CURLUPART_URL).c_str());
+
+  if (!options_.username.empty()) {
+    // Read for every request, as Prometheus does, so that a rotated password takes effect.
+    std::ifstream in(options_.password_file);
     std::string password;
-    if (options.password_file.empty() || !in || !std::getline(in, password)) {
-      *error = "basic auth: cannot read a password from \"" + options.password_file + "\"";
+    if (options_.password_file.empty() || !in || !std::getline(in, password)) {
+      *error = "basic auth: cannot read a password from \"" + options_.password_file + "\"";
       return false;
     }
-    authorization = "Authorization: Basic " + Base64(options.username + ":" + password) + "\r\n";
+    if (password.ends_with('\r')) password.pop_back();
+    curl_easy_setopt(curl, CURLOPT_USERNAME, options_.username.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, password.c_str());  // libcurl keeps a copy
   }
-  HostPort where;
-  if (!SplitUrl(url, tls, &where, error)) return false;
-  const std::string &rest = where.authority, &host = where.host, &port = where.port,
-                    &path = where.path;
-  UniqueFd fd = Connect(host, port, timeout_seconds, error);
-  if (!fd.valid()) return false;
-  std::unique_ptr<Stream> stream;
-  if (tls) {
-    auto t = std::make_unique<TlsStream>();
-    if (!t->Start(fd.get(), host, options, error)) return false;
-    stream = std::move(t);
-  } else {
-    stream = std::make_unique<PlainStream>(fd.get());
-  }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + rest + "\r\n" +
-                              authorization + "Accept: text/plain\r\nConnection: close\r\n\r\n";
-  if (!stream->Send(request, error)) return false;
-  std::string response;
-  char buf[65536];
-  for (;;) {
-    const long n = stream->Recv(buf, sizeof buf, error);
-    if (n < 0) return false;
-    if (n == 0) break;
-    response.append(buf, static_cast<size_t>(n));
-    if (response.size() > (256u << 20)) {
-      *error = "response larger than 256 MiB";
-      return false;
+
+  s.body = body;
+  s.too_large = false;
+  s.status_line.clear();
+  s.error_buffer[0] = '\0';
+  const CURLcode rc = curl_easy_perform(curl);
+  s.body = nullptr;
+  if (rc != CURLE_OK) {
+    body->clear();
+    const std::string detail = s.error_buffer[0] ? s.error_buffer : curl_easy_strerror(rc);
+    switch (rc) {
+      case CURLE_COULDNT_RESOLVE_HOST:
+        *error = "resolve " + where + ": " + detail;
+        break;
+      case CURLE_COULDNT_CONNECT: {
+        long os_errno = 0;
+        curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+        *error = "cannot connect to " + where + ": " + (os_errno ? ErrnoText(os_errno) : detail);
+        break;
+      }
+      case CURLE_OPERATION_TIMEDOUT: {
+        // The step that ran out of time. Before the request went out (no pretransfer time), a
+        // connection that was made (counted once its TCP connect is done) hung in TLS.
+        long new_connections = 0;
+        curl_off_t pretransfer_us = 0;
+        curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &new_connections);
+        curl_easy_getinfo(curl, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+        if (pretransfer_us > 0) {
+          *error = "read response from " + where + ": " + detail;
+        } else if (tls && new_connections > 0) {
+          *error = "TLS handshake with " + where + ": " + detail;
+        } else {
+          *error = "cannot connect to " + where + ": " + detail;
+        }
+        break;
+      }
+      case CURLE_SSL_CONNECT_ERROR:
+      case CURLE_PEER_FAILED_VERIFICATION:
+      case CURLE_SSL_CIPHER:
+      case CURLE_SSL_ISSUER_ERROR:
+        *error = "TLS handshake with " + where + ": " + detail;
+        break;
+      case CURLE_SSL_CACERT_BADFILE:
+      case CURLE_SSL_CERTPROBLEM:
+      case CURLE_SSL_CRL_BADFILE:
+        *error = "TLS: " + detail;
+        break;
+      case CURLE_WRITE_ERROR:
+      case CURLE_FILESIZE_EXCEEDED:
+        *error = s.too_large || rc == CURLE_FILESIZE_EXCEEDED
+                     ? std::string("response larger than ") + kMaxBodyText
+                     : "read response from " + where + ": " + detail;
+        break;
+      case CURLE_SEND_ERROR:
+        *error = "send request to " + where + ": " + detail;
+        break;
+      case CURLE_RECV_ERROR:
+      case CURLE_GOT_NOTHING:
+      case CURLE_PARTIAL_FILE:
+      case CURLE_WEIRD_SERVER_REPLY:
+      case CURLE_BAD_CONTENT_ENCODING:
+      case CURLE_HTTP2:
+      case CURLE_HTTP2_STREAM:
+        *error = "read response from " + where + ": " + detail;
+        break;
+      default:
+        *error = "GET " + where + ": " + detail;
     }
+    return false;
   }
-  stream.reset();  // TLS goodbye before the socket closes
-  return ParseResponse(response, body, error);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status < 200 || status > 299) {
+    body->clear();
+    // HTTP/2 has no reason phrase: the number alone then.
+    *error = "HTTP " + (s.status_line.empty() ? std::to_string(status) : s.status_line);
+    if (status >= 300 && status <= 399) {
+      char* location = nullptr;
+      curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);
+      *error +=
+          std::string(" (to ") + (location ? location : "?") + "; redirects are not followed)";
+    }
+    return false;
+  }
+  return true;
+}
+
+bool HttpGet(const std::string& url, const HttpClientOptions& options, std::string* body,
+             std::string* error) {
+  return HttpClient(options).Get(url, body, error);
 }
 
 }  // namespace nvmeof::profile

@@ -152,12 +152,12 @@ int RunTop(const std::vector<std::string>& args, std::ostream& out, std::ostream
                       out, err);
   }
   const std::string& from = t.from;
-  const HttpClientOptions& client = t.client;
+  HttpClient client(t.client);  // one connection for every frame's scrape
   const bool once = t.once, json = t.json;
   const double interval = t.interval;
   auto scrape = [&](std::vector<Sample>* samples) {
     std::string body, error;
-    if (!HttpGet(from, client, &body, &error) || !ParseExposition(body, samples, &error)) {
+    if (!client.Get(from, &body, &error) || !ParseExposition(body, samples, &error)) {
       err << "nvmeof_exporter top: " << from << ": " << error << "\n";
       return false;
     }
