@@ -16,6 +16,8 @@
 # Exit 1 if any series has a gap of more than 1.5 scrape intervals (a missing sample).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+# prom_config, prom_remote_write, prom_fleet_relabel (the writers test_fleet.sh uses as well)
+source "$HERE/../e2e/prom_config.sh"
 N=200
 OUTAGE=60
 INTERVAL=15
@@ -66,19 +68,9 @@ start_central() {
 start_central
 AP=$(free_port)
 AGENT=http://127.0.0.1:$AP
-cat >"$WORK/agent.yml" <<YAML
-global: {scrape_interval: ${INTERVAL}s, scrape_timeout: $((INTERVAL < 10 ? INTERVAL : 10))s}
-scrape_configs:
-  - job_name: nvmeof
-    static_configs: [{targets: [$NODES]}]
-    relabel_configs:
-      - {source_labels: [__address__], target_label: __param_node}
-      - {source_labels: [__address__], target_label: instance}
-      - {target_label: __address__, replacement: "127.0.0.1:$FP"}
-remote_write:
-  - url: $CENTRAL/api/v1/write
-    send_native_histograms: true
-YAML
+prom_config "$WORK/agent.yml" "scrape_interval: ${INTERVAL}s, scrape_timeout: $((INTERVAL < 10 ? INTERVAL : 10))s" \
+  nvmeof "$NODES" "$(prom_fleet_relabel "$FP")"
+prom_remote_write "$WORK/agent.yml" "$CENTRAL/api/v1/write"
 prometheus --config.file="$WORK/agent.yml" --storage.agent.path="$WORK/agent-wal" \
   --web.listen-address="127.0.0.1:$AP" --enable-feature=agent,native-histograms \
   --storage.remote.flush-deadline=5s >"$WORK/agent.log" 2>&1 &

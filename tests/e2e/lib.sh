@@ -7,21 +7,34 @@ E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WORK=$(mktemp -d /tmp/nvmeof-e2e.XXXXXX)
 PIDS=()
 
+# The test's exit status stays its own (0, 77: skip, or a failure): under set -e a trap that ends
+# in a failed command would make it 1 (a skip before any log existed was a failure).
 cleanup() {
   local rc=$?
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  if [ $rc -ne 0 ]; then
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
     echo "--- FAILED ($rc); logs in $WORK ---" >&2
     for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n 30 "$f" >&2; }; done
   else
     rm -rf "$WORK"
   fi
+  return $rc
 }
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
+# skip REASON: ends the test as a visible skip (exit 77: ctest's SKIP_RETURN_CODE), never a pass.
+skip() { echo "SKIP: $*" >&2; exit 77; }
+# require [-m HINT] CMD...: skips unless every CMD is installed (HINT: where to get them).
+require() {
+  local hint="" cmd
+  if [ "${1:-}" = -m ]; then hint=" ($2)"; shift 2; fi
+  for cmd in "$@"; do command -v "$cmd" >/dev/null || skip "$cmd not installed$hint"; done
+}
+# The Prometheus configuration writers: prom_config, prom_job, prom_rules, prom_remote_write.
+source "$E2E_DIR/prom_config.sh"
 
 # The flags that point every collector at the checked-in fixture trees.
 FIXTURE_FLAGS=(--path.sysfs="$FIXTURES/sysfs" --path.procfs="$FIXTURES/procfs"
@@ -42,6 +55,13 @@ start_exporter() {
     sleep 0.1
   done
   fail "exporter $name did not start listening"
+}
+
+# check_series FILE...: fails the test when a saved /metrics text holds a series twice (same
+# name and label set; Prometheus rejects such a scrape whole) or a line that is no sample.
+check_series() {
+  local out
+  out=$(python3 "$E2E_DIR/check_series.py" "$@") || fail "duplicate or unparsable series: $out"
 }
 
 # free_port: a TCP port on 127.0.0.1 that nothing listens on now.
@@ -108,15 +128,25 @@ stop_prometheus() {
   for pid in "${PROM_STORAGE[@]}"; do rm -rf "$pid"; done
   PROM_PIDS=() PROM_STORAGE=()
 }
+# prom_wait_up JOB: waits up to 60 s for the running Prometheus ($PROM_PORT) to have scraped JOB
+# successfully (up == 1); fails the test, with Prometheus' last log lines, if it never does.
+prom_wait_up() {
+  local got
+  for _ in $(seq 60); do
+    got=$(curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" \
+      --data-urlencode "query=up{job=\"$1\"}" 2>/dev/null |
+      python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if len(r) == 1 else "")' \
+      2>/dev/null) || true
+    [ "$got" = 1 ] && return 0
+    sleep 1
+  done
+  fail "Prometheus $PROM_VERSION never scraped job $1 successfully: $(tail -n 5 "$WORK/prometheus.log" 2>/dev/null)"
+}
 # prom_done: after the loop over versions; exits 77 with a SKIP line if a version did not run.
 prom_done() {
   [ ${#PROM_SKIPPED[@]} = 0 ] && return 0
-  if [ ${#PROM_RAN[@]} = 0 ]; then
-    echo "SKIP: no Prometheus version could run (${PROM_SKIPPED[*]})"
-  else
-    echo "SKIP: Prometheus ${PROM_SKIPPED[*]} not run; passed on ${PROM_RAN[*]}"
-  fi
-  exit 77
+  [ ${#PROM_RAN[@]} = 0 ] && skip "no Prometheus version could run (${PROM_SKIPPED[*]})"
+  skip "Prometheus ${PROM_SKIPPED[*]} not run; passed on ${PROM_RAN[*]}"
 }
 # prom_native_flags: the flags that make this version scrape protobuf and store native
 # histograms (2.42 and 3.5 both: the native-histograms feature flag; 3.x has no per-job

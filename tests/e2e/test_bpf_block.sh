@@ -11,11 +11,8 @@
 # device over tmpfs. A second exporter runs alongside the first: both must see every I/O.
 source "$(dirname "$0")/lib.sh"
 
-skip() { echo "skip: $*"; exit 77; }  # ctest: SKIP_RETURN_CODE 77
 [ "$(id -u)" = 0 ] || skip "needs root"
-for tool in fio losetup python3 jq curl; do
-  command -v $tool >/dev/null || skip "$tool not installed"
-done
+require fio losetup python3 jq curl
 [ -e /dev/loop-control ] || skip "no loop devices"
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 
@@ -50,7 +47,7 @@ value() {
   grep -E "^$2\{" "$1" | grep "disk=\"$3\"" | grep 'op="read"' | grep -F "${4:-}" |
     awk '{s += $2} END {printf "%.9f\n", s + 0}'
 }
-scrape() { curl -fsS "http://127.0.0.1:$1/metrics" >"$2" || fail "scrape of :$1 failed"; }
+scrape() { curl -fsS "http://127.0.0.1:$1/metrics" >"$2" || fail "scrape of :$1 failed"; check_series "$2"; }
 # within A B TOLERANCE: |A/B - 1| <= TOLERANCE
 within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { exit !(b > 0 && (a / b - 1) ^ 2 <= t ^ 2) }'; }
 # fio_run NAME DEVICE [fio flags]: runs fio, sets IOS and CLAT_SUM (seconds).

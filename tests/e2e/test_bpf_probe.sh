@@ -4,7 +4,7 @@
 # and says why the eBPF stages are missing.
 source "$(dirname "$0")/lib.sh"
 
-[ "$(id -u)" = 0 ] || { echo "skip: needs root (to drop privileges and to load BPF)"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (to drop privileges and to load BPF)"
 
 # As root: exit 0 iff the table ends in "result: ok", and the chosen mechanism is the forced one.
 for mech in auto fentry kprobe tp_btf raw_tp; do
@@ -68,6 +68,7 @@ for _ in $(seq 100); do
 done
 [ -n "$PORT" ] || fail "unprivileged exporter did not start"
 curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/nopriv.prom" || fail "scrape failed"
+check_series "$WORK/nopriv.prom"
 grep -q '^nvmeof_exporter_bpf_available{reason="no_capability"} 0$' "$WORK/nopriv.prom" ||
   fail "no nvmeof_exporter_bpf_available{reason=\"no_capability\"} 0"
 grep -q '^nvmeof_exporter_collector_success{collector="bpf"} 1$' "$WORK/nopriv.prom" ||

@@ -13,7 +13,7 @@ pass "dashboards are what dashboards/generate.py generates"
 python3 "$CHECK" lint "$DASH" || fail "dashboard lint"
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 python3 "$CHECK" names "$DASH" "$REPO"/deploy/prometheus/*.rules.yml -- \
-  "$REPO"/collectors/*.cc "$REPO"/collectors/bpf/*.cc "$REPO"/exporter/*.cc || fail "dashboards/rules use metric names the exporter does not emit"
+  "$REPO"/collectors/*.cc "$REPO"/loader/*.cc "$REPO"/exporter/*.cc || fail "dashboards/rules use metric names the exporter does not emit"
 
 # Each defect, planted in a copy, must be reported.
 mutate() {  # mutate NAME PYTHON-STATEMENT-ON-d

@@ -10,10 +10,9 @@
 # - SIGTERM ends the exporter within 2 s while the read is still stuck.
 source "$(dirname "$0")/lib.sh"
 
-skip() { echo "skip: $*"; exit 77; }  # ctest: SKIP_RETURN_CODE 77
 [ "$(id -u)" = 0 ] || skip "needs root (FUSE mount and bind mount)"
 [ -e /dev/fuse ] || skip "no /dev/fuse"
-for tool in python3 curl; do command -v $tool >/dev/null || skip "$tool not installed"; done
+require python3 curl
 
 HEADER="X-Prometheus-Scrape-Timeout-Seconds: 3"
 DEADLINE=2.7  # 3 s less the 10% margin

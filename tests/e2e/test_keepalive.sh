@@ -39,25 +39,11 @@ for v in $(prom_versions); do
   TLS=$PORT
   start_exporter "short-$v" "${ONLY_RDMA[@]}" --web.connection-timeout=1
   SHORT=$PORT
-  extra=""
-  [ "$PROM_MAJOR" = 2 ] || extra="    fallback_scrape_protocol: PrometheusText0.0.4"
-  cat >"$WORK/prometheus.yml" <<YAML
-global: {scrape_interval: 1s, evaluation_interval: 1s}
-scrape_configs:
-  - job_name: plain
-$extra
-    static_configs: [{targets: ["127.0.0.1:$PLAIN"]}]
-  - job_name: tls
-$extra
-    scheme: https
-    tls_config: {ca_file: $WORK/cert.pem}
-    basic_auth: {username: prom, password: s3cret}
-    static_configs: [{targets: ["127.0.0.1:$TLS"]}]
-  - job_name: short
-    scrape_interval: 3s
-$extra
-    static_configs: [{targets: ["127.0.0.1:$SHORT"]}]
-YAML
+  extra=$(prom_text_fallback)
+  prom_config "$WORK/prometheus.yml" 1s plain "127.0.0.1:$PLAIN" "$extra"
+  prom_job "$WORK/prometheus.yml" tls "127.0.0.1:$TLS" "$extra" "scheme: https" \
+    "tls_config: {ca_file: $WORK/cert.pem}" "basic_auth: {username: prom, password: s3cret}"
+  prom_job "$WORK/prometheus.yml" short "127.0.0.1:$SHORT" "scrape_interval: 3s" "$extra"
   start_prometheus
 
   for _ in $(seq 60); do

@@ -15,11 +15,8 @@
 # holds cap_sys_admin,cap_perfmon,cap_bpf; docs/operating.md "Privileges").
 source "$(dirname "$0")/lib.sh"
 
-skip() { echo "SKIP: $*"; exit 77; }  # ctest: SKIP_RETURN_CODE 77
 [ "$(id -u)" = 0 ] || skip "needs root (setcap, setpriv, loop devices)"
-for tool in setcap setpriv capsh losetup curl; do
-  command -v $tool >/dev/null || skip "$tool not installed"
-done
+require setcap setpriv capsh losetup curl
 [ -e /dev/loop-control ] || skip "no loop devices"
 "$EXPORTER" --help 2>&1 | grep -q '^ *bpf (default' || skip "built without the bpf collector"
 
@@ -56,7 +53,7 @@ every_thread() {
   done
   THREADS=$n
 }
-scrape() { curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/$1.prom" || fail "scrape $1"; }
+scrape() { curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/$1.prom" || fail "scrape $1"; check_series "$WORK/$1.prom"; }
 collectors_ok() {
   local bad
   bad=$(grep '^nvmeof_exporter_collector_success' "$WORK/$1.prom" | grep -v ' 1$' || true)

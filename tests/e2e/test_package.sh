@@ -7,11 +7,8 @@
 source "$(dirname "$0")/lib.sh"
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 BUILD=$(cd "$(dirname "$(readlink -f "$EXPORTER")")" && pwd)
-skip() { echo "SKIP: $*"; exit 77; }
 [ -f "$BUILD/CPackConfig.cmake" ] || skip "no CPackConfig.cmake next to $EXPORTER (not a CMake build tree)"
-for tool in cpack dpkg-deb dpkg-shlibdeps; do
-  command -v $tool >/dev/null || skip "$tool not installed (cmake, dpkg-dev)"
-done
+require -m "cmake, dpkg-dev" cpack dpkg-deb dpkg-shlibdeps
 
 VERSION=$("$EXPORTER" --version | sed -n 's/^nvmeof_exporter \([^ ]*\) (revision .*/\1/p')
 [ -n "$VERSION" ] || fail "cannot parse --version: $("$EXPORTER" --version)"

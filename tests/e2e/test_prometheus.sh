@@ -25,22 +25,9 @@ expect() {
 # scrape settings (its defaults: text without native histograms).
 for v in $(prom_versions); do
   use_prometheus "$v" || continue
-  extra=""
-  [ "$PROM_MAJOR" = 2 ] || extra="    fallback_scrape_protocol: PrometheusText0.0.4"
-  cat >"$WORK/prometheus.yml" <<YAML
-global: {scrape_interval: 1s, evaluation_interval: 1s}
-scrape_configs:
-  - job_name: nvmeof
-$extra
-    static_configs: [{targets: ["127.0.0.1:$PORT"]}]
-YAML
+  prom_config "$WORK/prometheus.yml" 1s nvmeof "127.0.0.1:$PORT" "$(prom_text_fallback)"
   start_prometheus
-
-  for _ in $(seq 60); do
-    [ "$(query 'up{job="nvmeof"}' 2>/dev/null)" = 1 ] && break
-    sleep 1
-  done
-  [ "$(query 'up{job="nvmeof"}')" = 1 ] || fail "Prometheus $v never scraped the exporter successfully"
+  prom_wait_up nvmeof
   EXPECT_FILE="$E2E_DIR/prometheus_expect.txt"
   while IFS='|' read -r expr value; do
     [[ -z "$expr" || "$expr" == \#* ]] && continue

@@ -136,7 +136,4 @@ print("\n".join(bad) if bad else "%d alerts, %d inhibited as expected" % (len(go
 sys.exit(1 if bad else 0)' >"$WORK/inhibit.log" 2>&1 || fail "Alertmanager inhibition: $(cat "$WORK/inhibit.log")"
 pass "a real Alertmanager (0.25) with the example: $(cat "$WORK/inhibit.log")"
 
-if [ -n "$SKIP35" ]; then
-  echo "skip: the promtool 3.5 half did not run: $SKIP35"
-  exit 77
-fi
+[ -z "$SKIP35" ] || skip "the promtool 3.5 half did not run: $SKIP35"

@@ -24,6 +24,7 @@ done
 [ -s "$WORK/live.prom" ] || fail "live scrape failed: $(cat "$WORK/live.log")"
 dd if=/dev/vda of=/dev/null bs=4k count=256 iflag=direct 2>/dev/null || true  # some block I/O
 curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/live.prom" || fail "live scrape failed"
+check_series "$WORK/live.prom"
 if grep -q '^nvmeof_exporter_bpf_available{reason="ok"} 1' "$WORK/live.prom"; then
   python3 "$E2E_DIR/check_served_is_read.py" "${SCRAPES[@]}" "$WORK/live.prom" ||
     fail "served but not read (live scrape with eBPF: $WORK/live.prom)"

@@ -2,12 +2,15 @@
   - the protobuf wire format (the CI image has no python3-protobuf): varints, fields, and
     delimited streams (varint length, message) as /metrics serves them; scripts that decode
     against the schema hand the messages to protoc, this module knows no schema;
-  - serve_metrics: a /metrics server on 127.0.0.1 that prints its port, for scripted scrapes.
+  - serve_metrics: a /metrics server on 127.0.0.1 that prints its port, for scripted scrapes;
+  - parse_text: the samples of a text exposition, failing loudly (DuplicateSeries) on a series
+    served twice (same name and label set), which Prometheus rejects the whole scrape for.
 
 Import it from any script under tests/ with
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 """
 import http.server
+import re
 
 PROTOBUF_TYPE = ("application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
                  "encoding=delimited")
@@ -119,3 +122,50 @@ def serve_metrics(respond, port=0, threaded=False, close=False, server_class=Non
     srv = cls(("127.0.0.1", port), Handler)
     print(srv.server_address[1], flush=True)
     srv.serve_forever()
+
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_SAMPLE = re.compile(r"(%s)(?:\{(.*)\})?[ \t]+(\S+)(?:[ \t]+(-?\d+))?$" % _NAME)
+_LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"[ \t]*(,|$)')
+
+
+class DuplicateSeries(ValueError):
+    """A series (metric name and label set) that a text exposition holds more than once."""
+
+
+def parse_labels(text):
+    """'a="1",b="x\\"y"' -> (("a", "1"), ("b", 'x"y')), in the order served; ValueError if odd."""
+    labels, i = [], 0
+    while i < len(text):
+        m = _LABEL.match(text, i)
+        if not m or m.end() == i:
+            raise ValueError("unparsable labels at %r" % text[i:i + 40])
+        value = re.sub(r"\\(.)", lambda e: {"n": "\n"}.get(e.group(1), e.group(1)), m.group(2))
+        labels.append((m.group(1), value))
+        i = m.end()
+    return tuple(labels)
+
+
+def parse_text(text, source="<scrape>"):
+    """The samples of a Prometheus text exposition as (name, labels, value) tuples, labels a
+    tuple of (name, value) pairs in the order served, value a float. Raises ValueError (with
+    source and line) on a line that is not a sample or comment, and DuplicateSeries on a series
+    served twice: the same name and the same label set in any order."""
+    samples, seen = [], {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            raise ValueError("%s:%d: unparsable sample line: %r" % (source, n, line[:120]))
+        try:
+            labels = parse_labels(m.group(2) or "")
+        except ValueError as e:
+            raise ValueError("%s:%d: %s" % (source, n, e)) from None
+        key = (m.group(1), frozenset(labels))
+        if key in seen:
+            raise DuplicateSeries("%s:%d: duplicate series %s (first at line %d)" % (
+                source, n, line.rsplit(" ", 1)[0][:300], seen.get(key, n)))
+        seen[key] = n
+        samples.append((m.group(1), labels, float(m.group(3))))
+    return samples

@@ -6,7 +6,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testlib import delimited, encode_varint, field, fields, read_varint, zigzag  # noqa: E402
+from testlib import (DuplicateSeries, delimited, encode_varint, field, fields,  # noqa: E402
+                     parse_text, read_varint, zigzag)
 
 
 class ProtowireTest(unittest.TestCase):
@@ -31,6 +32,25 @@ class ProtowireTest(unittest.TestCase):
         self.assertEqual(list(delimited(body)), [b"one", b"", b"xy"])
         with self.assertRaisesRegex(ValueError, "message 1: 5 bytes announced, 2 left"):
             list(delimited(encode_varint(1) + b"a" + encode_varint(5) + b"xy"))
+
+
+class ParseTextTest(unittest.TestCase):
+    def test_samples_and_escapes(self):
+        text = ('# HELP a h\n# TYPE a gauge\na{x="1\\"\\n,",y="2"} 1\nb 2.5 1700000000\n'
+                'c{} +Inf\n')
+        self.assertEqual(parse_text(text), [("a", (("x", '1"\n,'), ("y", "2")), 1.0),
+                                            ("b", (), 2.5), ("c", (), float("inf"))])
+
+    def test_duplicate_series_fails_loudly(self):
+        with self.assertRaisesRegex(DuplicateSeries, r"scrape:3: duplicate series .*line 1"):
+            parse_text('a{x="1",y="2"} 1\na{x="2",y="2"} 1\na{y="2",x="1"} 3\n', "scrape")
+        with self.assertRaises(DuplicateSeries):
+            parse_text("a 1\na 2\n")
+        parse_text('a{x="1"} 1\nb{x="1"} 1\na{x="1",y=""} 1\n')  # other series
+
+    def test_unparsable_line(self):
+        with self.assertRaisesRegex(ValueError, r"<scrape>:1: unparsable"):
+            parse_text("not a sample\n")
 
 
 if __name__ == "__main__":

@@ -187,6 +187,53 @@ run_fio() { # NAME DEV RUNTIME
 	mark "fio_$1_done"
 }
 
+# setup_rdma_tcp NAME: both transports side by side in this VM (modules, veth + rxe0): the target
+# and host of NVMe/RDMA (port 1, 4420, nqn.2024-01.io.nvmeof-exporter:NAME-rdma on /dev/nullb0)
+# and of NVMe/TCP (port 2, 4421, NAME-tcp on /dev/nullb1), both connected; dies on a failure.
+# Sets RDMA_CONTROLLER, RDMA_DEV and TCP_DEV (CTRL and DEV: TCP's), and records the controllers,
+# the namespaces' devices, the NQNs and the port ids in scenario.env.
+setup_rdma_tcp() {
+	local nqn="nqn.2024-01.io.nvmeof-exporter:$1"
+	load_modules
+	setup_net || die "network/rxe setup"
+	setup_target rdma 1 4420 "$nqn-rdma" /dev/nullb0 || die "nvmet rdma"
+	conf RDMA_NQN "$nqn-rdma"
+	conf RDMA_PORTID 1
+	setup_target tcp 2 4421 "$nqn-tcp" /dev/nullb1 || die "nvmet tcp"
+	conf TCP_NQN "$nqn-tcp"
+	conf TCP_PORTID 2
+	connect rdma 4420 "$nqn-rdma" || die "nvme connect rdma"
+	RDMA_CONTROLLER=$CTRL
+	RDMA_DEV=$DEV
+	conf RDMA_CONTROLLER "$CTRL"
+	conf RDMA_DEV "$DEV"
+	connect tcp 4421 "$nqn-tcp" || die "nvme connect tcp"
+	TCP_DEV=$DEV
+	conf TCP_CONTROLLER "$CTRL"
+	conf TCP_DEV "$DEV"
+}
+
+# fio_ios JOB DEV RW BS OUT: IOS I/Os of BS (RW: randread, randwrite) at queue depth 1 on DEV,
+# fio's JSON in fio-OUT.json.
+fio_ios() {
+	fio --name="$1" --filename="$2" --rw="$3" --bs="$4" --direct=1 --ioengine=libaio \
+		--iodepth=1 --number_ios="$IOS" --size=256m --output-format=json --output="$R/fio-$5.json"
+}
+
+# each_transport_rw FUNC: runs FUNC T DEV RW BS for each transport T (rdma, tcp: RDMA_DEV,
+# TCP_DEV of setup_rdma_tcp) and each of a 4 KiB randread and a 16 KiB randwrite (over the
+# 4 KiB in-capsule size: the NVMe/RDMA target pulls the data, an RDMA READ).
+each_transport_rw() {
+	"$1" rdma "$RDMA_DEV" randread 4k
+	"$1" rdma "$RDMA_DEV" randwrite 16k
+	"$1" tcp "$TCP_DEV" randread 4k
+	"$1" tcp "$TCP_DEV" randwrite 16k
+}
+
+# diskstats NAME -> diskstats-NAME.txt: the NVMe disks' lines of /proc/diskstats (path disks and
+# multipath heads).
+diskstats() { grep -E ' nvme[0-9]+(c[0-9]+)?n[0-9]+ ' /proc/diskstats >"$R/diskstats-$1.txt"; }
+
 # basic_scenario TRTYPE PORTID SVCID NQN BLOCKDEV: target and host in this VM, exporter running,
 # scrapes around a short fio run.
 basic_scenario() {

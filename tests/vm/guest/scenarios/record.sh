@@ -18,21 +18,7 @@ conf RECORD_S "$RECORD_S"
 conf KERNEL "$(uname -r)"
 conf CPU "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" # "QEMU TCG CPU ..." under TCG
 EXPORTER_START_TIMEOUT=180
-load_modules
-setup_net || die "network/rxe setup"
-setup_target rdma 1 4420 nqn.2024-01.io.nvmeof-exporter:vm-rec-rdma /dev/nullb0 || die "nvmet rdma"
-conf RDMA_NQN nqn.2024-01.io.nvmeof-exporter:vm-rec-rdma
-setup_target tcp 2 4421 nqn.2024-01.io.nvmeof-exporter:vm-rec-tcp /dev/nullb1 || die "nvmet tcp"
-conf TCP_NQN nqn.2024-01.io.nvmeof-exporter:vm-rec-tcp
-connect rdma 4420 nqn.2024-01.io.nvmeof-exporter:vm-rec-rdma || die "nvme connect rdma"
-conf RDMA_CONTROLLER "$CTRL"
-conf RDMA_DEV "$DEV"
-RDMA_DEV=$DEV
-RDMA_CONTROLLER=$CTRL
-connect tcp 4421 nqn.2024-01.io.nvmeof-exporter:vm-rec-tcp || die "nvme connect tcp"
-conf TCP_CONTROLLER "$CTRL"
-conf TCP_DEV "$DEV"
-TCP_DEV=$DEV
+setup_rdma_tcp vm-rec
 # The transport tier, as `record` itself: the exporter's network estimate and the joined one
 # then stand on the same hook points (host posted -> response, target received -> complete).
 printf 'bpf:\n  sample_every: 1\n  size_classes: true\n  transport_stages: true\n' >/tmp/record-exporter.yml
@@ -81,18 +67,12 @@ wait_for "$R/record-all.log" $ALL_PID "record -s 1"
 wait_for "$R/record-sampled.log" $SAMPLED_PID "record -s $RECORD_S"
 wait_for "$R/record-picked.log" $PICKED_PID "record -s $RECORD_S (default mechanisms)"
 mark record_ready
-for t in rdma tcp; do
-	eval dev=\$$(echo $t | tr a-z A-Z)_DEV
-	for rw in randread randwrite; do
-		bs=4k
-		[ $rw = randwrite ] && bs=16k
-		scrape "$t-$rw-before"
-		fio --name="$t-$rw" --filename="$dev" --rw=$rw --bs=$bs --direct=1 --ioengine=libaio \
-			--iodepth=1 --number_ios="$IOS" --size=256m --output-format=json \
-			--output="$R/fio-$t-$rw.json" || fail "fio $t $rw"
-		scrape "$t-$rw-after"
-	done
-done
+io_between_scrapes() { # T DEV RW BS
+	scrape "$1-$3-before"
+	fio_ios "$1-$3" "$2" "$3" "$4" "$1-$3" || fail "fio $1 $3"
+	scrape "$1-$3-after"
+}
+each_transport_rw io_between_scrapes
 kill -INT $ALL_PID $SAMPLED_PID $PICKED_PID
 wait $ALL_PID
 echo "$?" >"$R/record-all-exit-code"

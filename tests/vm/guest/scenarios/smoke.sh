@@ -14,20 +14,7 @@ IOS=${IOS:-500}
 conf IOS "$IOS"
 conf KERNEL "$(uname -r)"
 EXPORTER_START_TIMEOUT=180
-load_modules
-setup_net || die "network/rxe setup"
-setup_target rdma 1 4420 nqn.2024-01.io.nvmeof-exporter:vm-smoke-rdma /dev/nullb0 || die "nvmet rdma"
-conf RDMA_NQN nqn.2024-01.io.nvmeof-exporter:vm-smoke-rdma
-setup_target tcp 2 4421 nqn.2024-01.io.nvmeof-exporter:vm-smoke-tcp /dev/nullb1 || die "nvmet tcp"
-conf TCP_NQN nqn.2024-01.io.nvmeof-exporter:vm-smoke-tcp
-connect rdma 4420 nqn.2024-01.io.nvmeof-exporter:vm-smoke-rdma || die "nvme connect rdma"
-conf RDMA_CONTROLLER "$CTRL"
-conf RDMA_DEV "$DEV"
-RDMA_DEV=$DEV
-connect tcp 4421 nqn.2024-01.io.nvmeof-exporter:vm-smoke-tcp || die "nvme connect tcp"
-conf TCP_CONTROLLER "$CTRL"
-conf TCP_DEV "$DEV"
-TCP_DEV=$DEV
+setup_rdma_tcp vm-smoke
 mark probe_start
 # The target's tracepoint records as this kernel lays them out (the classic tracepoint
 # variants read them where the kernel has no module BTF).
@@ -42,14 +29,11 @@ echo "probe exit $?" >>"$R/probe-transport.txt"
 mark probe_done
 printf 'bpf:\n  enable_stats: true\n  sample_every: 1\n' >/tmp/smoke.yml
 EXPORTER_ARGS="--config.file=/tmp/smoke.yml ${EXPORTER_ARGS:-}" start_exporter || die "exporter"
-diskstats() { grep -E ' nvme[0-9]+(c[0-9]+)?n[0-9]+ ' /proc/diskstats >"$R/diskstats-$1.txt"; }
 for t in rdma tcp; do
 	eval dev=\$$(echo $t | tr a-z A-Z)_DEV
 	snapshot "$t-before"
 	diskstats "$t-before"
-	fio --name="$t-randread" --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
-		--iodepth=1 --number_ios="$IOS" --size=256m --output-format=json \
-		--output="$R/fio-$t.json" || fail "fio $t"
+	fio_ios "$t-randread" "$dev" randread 4k "$t" || fail "fio $t"
 	diskstats "$t-after"
 	snapshot "$t-after"
 done
@@ -65,9 +49,7 @@ until grep -q 'recording' "$R/record-debug.txt" 2>/dev/null; do
 	sleep 0.5
 done
 mark record_ready
-fio --name=record --filename="$TCP_DEV" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
-	--iodepth=1 --number_ios="$IOS" --size=256m --output-format=json \
-	--output="$R/fio-record.json" || fail "fio record"
+fio_ios record "$TCP_DEV" randread 4k record || fail "fio record"
 kill -INT $REC_PID 2>/dev/null
 wait $REC_PID
 echo "$?" >"$R/record-exit-code"

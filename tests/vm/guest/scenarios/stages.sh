@@ -16,22 +16,7 @@ conf MECHANISMS "$MECHANISMS"
 conf IOS "$IOS"
 conf KERNEL "$(uname -r)"
 EXPORTER_START_TIMEOUT=180
-load_modules
-setup_net || die "network/rxe setup"
-setup_target rdma 1 4420 nqn.2024-01.io.nvmeof-exporter:vm-stages-rdma /dev/nullb0 || die "nvmet rdma"
-conf RDMA_NQN nqn.2024-01.io.nvmeof-exporter:vm-stages-rdma
-conf RDMA_PORTID 1
-setup_target tcp 2 4421 nqn.2024-01.io.nvmeof-exporter:vm-stages-tcp /dev/nullb1 || die "nvmet tcp"
-conf TCP_NQN nqn.2024-01.io.nvmeof-exporter:vm-stages-tcp
-conf TCP_PORTID 2
-connect rdma 4420 nqn.2024-01.io.nvmeof-exporter:vm-stages-rdma || die "nvme connect rdma"
-conf RDMA_CONTROLLER "$CTRL"
-conf RDMA_DEV "$DEV"
-RDMA_DEV=$DEV
-connect tcp 4421 nqn.2024-01.io.nvmeof-exporter:vm-stages-tcp || die "nvme connect tcp"
-conf TCP_CONTROLLER "$CTRL"
-conf TCP_DEV "$DEV"
-TCP_DEV=$DEV
+setup_rdma_tcp vm-stages
 # Without module BTF (5.10) no fentry or kprobe variant of the NVMe-oF hooks can read the drivers'
 # types: forcing those mechanisms is a named skip (check_stages.py), the default tier runs.
 if no_module_btf nvmet; then
@@ -46,7 +31,18 @@ $EXPORTER probe --log.level=debug >"$R/probe.txt" 2>"$R/probe-debug.txt"
 echo "probe exit $?" >>"$R/probe.txt"
 mark probe_done
 { cat /opt/vm/stages.yml; echo "  sample_every: 1"; } >/tmp/stages-default.yml
-diskstats() { grep -E ' nvme[0-9]+(c[0-9]+)?n[0-9]+ ' /proc/diskstats >"$R/diskstats-$1.txt"; }
+# Per transport and read/write (each_transport_rw), with $mech the mechanism of the exporter running.
+io_between_scrapes() { # T DEV RW BS
+	scrape "$mech-$1-$3-before"
+	diskstats "$mech-$1-$3-before"
+	fio_ios "$1-$3" "$2" "$3" "$4" "$mech-$1-$3" || fail "fio $mech $1 $3"
+	diskstats "$mech-$1-$3-after"
+	scrape "$mech-$1-$3-after"
+	# Its protobuf twin, I/O stopped: native vs classic counts (check_native.py).
+	timeout 10 wget -q -O "$R/metrics-$mech-$1-$3-after.pb" --header \
+		'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited' \
+		http://$LISTEN/metrics || fail "protobuf scrape $mech-$1-$3-after"
+}
 for mech in $MECHANISMS; do
 	if [ "$mech" = default ]; then
 		EXPORTER_ARGS="--config.file=/tmp/stages-default.yml"
@@ -54,24 +50,7 @@ for mech in $MECHANISMS; do
 		EXPORTER_ARGS="--bpf.mechanism=$mech --bpf.transport-stages --config.file=/opt/vm/stages.yml"
 	fi
 	EXPORTER_ARGS=$EXPORTER_ARGS start_exporter || die "exporter ($mech)"
-	for t in rdma tcp; do
-		eval dev=\$$(echo $t | tr a-z A-Z)_DEV
-		for rw in randread randwrite; do
-			bs=4k
-			[ $rw = randwrite ] && bs=16k
-			scrape "$mech-$t-$rw-before"
-			diskstats "$mech-$t-$rw-before"
-			fio --name="$t-$rw" --filename="$dev" --rw=$rw --bs=$bs --direct=1 --ioengine=libaio \
-				--iodepth=1 --number_ios="$IOS" --size=256m --output-format=json \
-				--output="$R/fio-$mech-$t-$rw.json" || fail "fio $mech $t $rw"
-			diskstats "$mech-$t-$rw-after"
-			scrape "$mech-$t-$rw-after"
-			# Its protobuf twin, I/O stopped: native vs classic counts (check_native.py).
-			timeout 10 wget -q -O "$R/metrics-$mech-$t-$rw-after.pb" --header \
-				'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited' \
-				http://$LISTEN/metrics || fail "protobuf scrape $mech-$t-$rw-after"
-		done
-	done
+	each_transport_rw io_between_scrapes
 	stop_exporter
 	mv "$R/exporter.log" "$R/exporter-$mech.log"
 	mark "mechanism_${mech}_done"
