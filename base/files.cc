@@ -8,8 +8,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 
 namespace nvmeof {
+
+std::string FileFailure(const std::string& path) {
+  const int err = errno;
+  char buf[128];
+  // GNU strerror_r: returns the message, in buf or static; thread-safe, unlike strerror.
+  return path + ": " + (err ? strerror_r(err, buf, sizeof buf) : "unreadable");
+}
 
 std::optional<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -27,6 +35,7 @@ std::optional<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     data.append(buf, static_cast<size_t>(n));
     if (data.size() > max_bytes) {
       ::close(fd);
+      errno = EFBIG;  // for FileFailure
       return std::nullopt;
     }
     // A short read is the end (files.h): saves the read that would return 0, one syscall of

@@ -21,6 +21,11 @@ namespace nvmeof {
 // their end.
 std::optional<std::string> ReadFile(const std::string& path, size_t max_bytes = 64 * 1024);
 
+// Why a read of `path` just failed, from errno, for a collector's failure reason
+// (MetricSink::Fail): "/proc/net/snmp: No such file or directory". Call it right after the
+// failed ReadFile (which leaves errno set; EFBIG when longer than max_bytes).
+std::string FileFailure(const std::string& path);
+
 // An attribute's text without its trailing newline, blanks and NULs, as ReadFile returns it.
 std::string_view TrimAttribute(std::string_view text);
 

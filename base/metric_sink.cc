@@ -1,6 +1,7 @@
 #include "base/metric_sink.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <unordered_set>
@@ -21,15 +22,25 @@ bool FirstTime(const std::string& source) {
   return seen.insert(source).second;
 }
 
-std::string LabelKey(const Labels& labels) {
-  std::string key;
+// Order-sensitive: collectors build a family's label sets in one fixed order.
+std::uint64_t LabelHash(const Labels& labels) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  auto mix = [&h](std::string_view s) {
+    h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
   for (const auto& l : labels) {
-    key += l.name;
-    key += '\xff';  // never in a sanitized value (valid UTF-8) nor in a label name
-    key += l.value;
-    key += '\xff';
+    mix(l.name);
+    mix(l.value);
   }
-  return key;
+  return h;
+}
+
+bool SameLabels(const Labels& a, const Labels& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name != b[i].name || a[i].value != b[i].value) return false;
+  }
+  return true;
 }
 
 // Gauges may be +Inf where a collector documents it (e.g. a timeout that is "off"); no other
@@ -43,7 +54,6 @@ bool Servable(double value, prometheus::MetricType type) {
 
 prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_view help,
                                           prometheus::MetricType type, Labels labels) {
-  bool sanitized = false;
   for (auto& label : labels) {
     if (!IsValidLabelName(label.name)) {  // names are the exporter's constants: a bug
       if (FirstTime(std::string(name) + "{" + label.name + "}!")) {
@@ -55,7 +65,6 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_vie
     }
     if (SanitizeLabelValue(&label.value)) {
       ++sanitized_;
-      sanitized = true;
       if (LogEnabled(LogLevel::kDebug)) {
         const std::string source = std::string(name) + "{" + label.name + "}";
         if (FirstTime(source)) {
@@ -71,11 +80,8 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_vie
     native_.emplace_back();
     seen_.emplace_back();
   }
-  if (!Unique(it->second, labels, sanitized)) {
-    if (FirstTime(std::string(name) + "{}!dup")) {
-      LogDebug("duplicate series after label sanitizing, skipped", Kv("metric", name));
-    }
-    ++skipped_;
+  if (!Unique(it->second, labels)) {
+    Duplicate(name);
     return nullptr;
   }
   auto& family = families_[it->second];
@@ -123,14 +129,29 @@ void MetricSink::Histogram(std::string_view name, std::string_view help, Labels 
   h.bucket.push_back({count, std::numeric_limits<double>::infinity()});
 }
 
-bool MetricSink::Unique(size_t f, const Labels& labels, bool sanitized) {
-  auto& seen = seen_[f];
-  if (!seen) {
-    if (!sanitized) return true;
-    seen.emplace();
-    for (const auto& m : families_[f].metric) seen->insert(LabelKey(m.label));
+bool MetricSink::Unique(size_t f, const Labels& labels) {
+  if (seen_[f].insert(LabelHash(labels)).second) return true;
+  for (const auto& m : families_[f].metric) {
+    if (SameLabels(m.label, labels)) return false;
   }
-  return seen->insert(LabelKey(labels)).second;
+  return true;  // a hash collision of two distinct label sets: both are served
+}
+
+void MetricSink::Duplicate(std::string_view name) {
+  ++skipped_;
+  Anomaly("duplicate_series");
+  // Once per family per process: a duplicate comes from the source's layout or a collector
+  // bug, and it repeats on every scrape.
+  if (FirstTime(std::string(name) + "{}!dup")) {
+    LogWarn("duplicate series (same name and labels) dropped; the first one is served",
+            Kv("metric", name));
+  }
+}
+
+void MetricSink::Anomaly(std::string_view reason, size_t n) {
+  auto it = anomalies_.find(reason);
+  if (it == anomalies_.end()) it = anomalies_.emplace(std::string(reason), 0).first;
+  it->second += n;
 }
 
 std::vector<prometheus::MetricFamily> MetricSink::Take() {
@@ -145,12 +166,14 @@ const NativeHistogram* MetricSink::NativeOf(size_t family, size_t metric) const 
   return native_[family][metric].get();
 }
 
-void MetricSink::Append(MetricSink&& other) {
+size_t MetricSink::Append(MetricSink&& other) {
   skipped_ += other.skipped_;
   sanitized_ += other.sanitized_;
+  for (const auto& [reason, n] : other.anomalies_) Anomaly(reason, n);
   auto native = std::move(other.native_);
   auto seen = std::move(other.seen_);
   auto families = other.Take();
+  size_t dropped = 0;
   for (size_t f = 0; f < families.size(); ++f) {
     auto& family = families[f];
     auto& side = native[f];
@@ -161,6 +184,8 @@ void MetricSink::Append(MetricSink&& other) {
       seen_.push_back(std::move(seen[f]));
       continue;
     }
+    // The same family from two sinks (two collectors, or the scraper's own series): the label
+    // sets of both halves are checked against each other.
     const size_t d = it->second;
     auto& dst = families_[d].metric;
     auto& dst_side = native_[d];
@@ -169,17 +194,17 @@ void MetricSink::Append(MetricSink&& other) {
       dst_side.resize(dst.size());
       side.resize(family.metric.size());
     }
-    // Either half holding a sanitized value makes the merged family's label sets checked.
-    const bool check = seen[f].has_value() || seen_[d].has_value();
     for (size_t m = 0; m < family.metric.size(); ++m) {
-      if (check && !Unique(d, family.metric[m].label, true)) {
-        ++skipped_;
+      if (!Unique(d, family.metric[m].label)) {
+        Duplicate(family.name);
+        ++dropped;
         continue;
       }
       dst.push_back(std::move(family.metric[m]));
       if (native_any) dst_side.push_back(std::move(side[m]));
     }
   }
+  return dropped;
 }
 
 void SetNativeBuckets(NativeHistogram* h, std::int32_t first, const std::uint64_t* counts,
@@ -236,6 +261,7 @@ void MetricSink::OneHot(std::string_view name, std::string_view help, const Labe
     Skip();
     return;
   }
+  if (!found) Anomaly("unknown_state");
   for (const auto& s : states) {
     Labels labels = base;
     labels.push_back({"state", std::string(s.label)});

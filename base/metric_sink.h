@@ -90,9 +90,11 @@ class MetricSink {
   void Anomaly(std::string_view reason, size_t n = 1);
   const std::map<std::string, size_t, std::less<>>& anomalies() const { return anomalies_; }
   // Why Collect returned false, for the scraper's warning (e.g. "/proc/net/snmp: No such file
-  // or directory"). The first reason given wins: it is usually the cause of the rest.
-  void Fail(std::string reason) {
+  // or directory"). The first reason given wins: it is usually the cause of the rest. False, for
+  // `return out.Fail(...)` from Collect.
+  bool Fail(std::string reason) {
     if (failure_.empty()) failure_ = std::move(reason);
+    return false;
   }
   const std::string& failure() const { return failure_; }
   // Label values SanitizeLabelValue changed (invalid UTF-8, controls, over-long); counted into

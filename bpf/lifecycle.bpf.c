@@ -43,6 +43,19 @@ struct nvme_ctrl___lc {
   struct nvmf_ctrl_options___lc* opts;
 } __attribute__((preserve_access_index));
 
+/* nvme_failover_req's path: the request's queue is the path disk's, whose queuedata is the
+ * struct nvme_ns of that path (one controller). */
+struct nvme_ns___lc {
+  struct nvme_ctrl___lc* ctrl;
+} __attribute__((preserve_access_index));
+
+/* One group of the ANA log page (include/linux/nvme.h; grpid is little endian, as is BPF on
+ * the architectures Debian builds this for). */
+struct nvme_ana_group_desc___lc {
+  __u32 grpid;
+  __u8 state;
+} __attribute__((preserve_access_index));
+
 struct nvmet_subsys___lc {
   char* subsysnqn;
 } __attribute__((preserve_access_index));
@@ -123,6 +136,23 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } lc_lost SEC(".maps");
+
+/* The ANA state each host controller last reported per group: nvme_update_ana_state runs for
+ * every group at every ANA log read (a change notice, a failed-over ANA error, a reconnect),
+ * mostly repeating the state, so only a change is counted. Keyed by the controller's address,
+ * not its instance number: a new controller that reuses a deleted one's number counts its
+ * first states. LRU: entries of deleted controllers age out. */
+struct lc_ana_key {
+  __u64 ctrl;
+  __u32 grpid;
+  __u32 pad;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1024);
+  __type(key, struct lc_ana_key);
+  __type(value, __u32);
+} lc_ana_last SEC(".maps");
 
 /* Which function's call a stash belongs to: calls nest (nvmf_dev_write -> ... ->
  * nvmf_connect_admin_queue -> nvme_change_ctrl_state), so each has its own. */
@@ -341,6 +371,42 @@ static __always_inline void on_adminq_exit(long ret) {
   }
 }
 
+/* ---- host multipath ---- */
+
+/* A command that failed with a path error (an ANA state, a transport abort) or whose path is
+ * going away is requeued on the multipath head for another path: counted on the path it
+ * left. Runs per such command, never on a path's healthy I/O. */
+static __always_inline void on_failover(struct request* req) {
+  struct nvme_ns___lc* ns;
+  struct nvmeof_lc_key* k;
+  if (!req) return;
+  ns = BPF_CORE_READ(req, q, queuedata);
+  if (!ns || !(k = new_key(NVMEOF_LC_FAILOVER))) return;
+  k->a = (__u32)BPF_CORE_READ(ns, ctrl, instance);
+  count(k);
+}
+
+/* One group descriptor of an ANA log the controller just read; counted only when its state
+ * differs from the one last seen for this controller and group (lc_ana_last). The log is read
+ * under the controller's ana_lock, so calls for one controller do not race. */
+static __always_inline void on_ana_state(void* ctrl, void* desc) {
+  struct nvme_ana_group_desc___lc* d = desc;
+  struct lc_ana_key key = {.ctrl = (__u64)ctrl};
+  struct nvmeof_lc_key* k;
+  __u32 state, *last;
+  if (!ctrl || !d) return;
+  key.grpid = BPF_CORE_READ(d, grpid);
+  state = BPF_CORE_READ(d, state);
+  last = bpf_map_lookup_elem(&lc_ana_last, &key);
+  if (last && *last == state) return;
+  bpf_map_update_elem(&lc_ana_last, &key, &state, BPF_ANY);
+  if (!(k = new_key(NVMEOF_LC_ANA))) return;
+  k->a = (__u32)BPF_CORE_READ((struct nvme_ctrl___lc*)ctrl, instance);
+  k->b = (__s32)key.grpid;
+  k->c = state;
+  count(k);
+}
+
 /* ---- target ---- */
 
 static __always_inline void on_tconnect_entry(void* req, __u32 fn) {
@@ -492,6 +558,13 @@ LC_RETURN(lc_state_ret, nvme_change_ctrl_state, on_state_exit(ret), void* ctrl, 
 /* 6.12; 6.1.0-57 has none: its keep-alive completion is inlined in nvme_keep_alive_work. */
 LC_ENTRY(lc_ka_end, nvme_keep_alive_end_io, on_keep_alive_end(rq, status), struct request* rq,
          __u8 status)
+/* Both in nvme_core's multipath.c (CONFIG_NVME_MULTIPATH). nvme_failover_req is called from
+ * core.c, so never inlined; nvme_update_ana_state is static but passed as nvme_parse_ana_log's
+ * callback. nvme_update_ns_ana_state (per namespace) is left alone: static, and a group's state
+ * is one event however many namespaces it holds. */
+LC_ENTRY(lc_failover, nvme_failover_req, on_failover(req), struct request* req)
+LC_ENTRY(lc_ana, nvme_update_ana_state, on_ana_state(ctrl, desc), void* ctrl, void* desc,
+         void* data)
 LC_ENTRY(lc_devwrite, nvmf_dev_write, on_devwrite_entry(ubuf, len), void* file, const void* ubuf,
          __u64 len)
 LC_RETURN(lc_devwrite_ret, nvmf_dev_write, on_devwrite_exit(ret), void* file, const void* ubuf,

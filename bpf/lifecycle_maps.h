@@ -4,7 +4,9 @@
  * Every hook of lifecycle.bpf.c runs per connection event (a CM event, a controller state
  * change, a Connect command, a keep-alive expiry), never per I/O command. Each event adds 1 to
  * one entry of lc_counts, keyed by what the event was; userspace turns the keys into labels,
- * bounded, at every scrape. lc_ctrls holds the target's live controllers. */
+ * bounded, at every scrape. lc_ctrls holds the target's live controllers. Multipath events
+ * (failovers, ANA state changes) are path events: they run per failed command or per ANA log
+ * read, never on a healthy path's I/O. */
 #ifndef NVMEOF_BPF_LIFECYCLE_H_
 #define NVMEOF_BPF_LIFECYCLE_H_
 
@@ -30,6 +32,12 @@ enum nvmeof_lc_kind {
   NVMEOF_LC_TARGET_CONNECT = 5,
   /* name = subsystem NQN: a target controller's keep-alive timer expired */
   NVMEOF_LC_KA_EXPIRY = 6,
+  /* a = controller instance: a host command failed over from this path (nvme_failover_req) */
+  NVMEOF_LC_FAILOVER = 7,
+  /* a = controller instance, b = ANA group id, c = the group's new ANA state (NVME_ANA_*): the
+   * state a host controller reported for a group differs from the one it reported before (or
+   * is the first one seen for that controller and group) */
+  NVMEOF_LC_ANA = 8,
 };
 
 /* NVMEOF_LC_CONNECT_FAIL: where the target address is in name. */

@@ -92,7 +92,10 @@ class BpfCollector : public Collector {
     if (!load_.source) return ok;
 
     BlockSnapshot snap;
-    if (!load_.source->Read(&snap)) return false;
+    if (!load_.source->Read(&snap)) {
+      out.Fail("reading the block-layer maps failed");
+      return false;
+    }
     out.Gauge("nvmeof_exporter_bpf_sample_every",
               "Latency is timed for 1 in this many requests; request counts are exact.", {},
               options_.bpf.sample_every ? options_.bpf.sample_every : 1);
@@ -213,7 +216,10 @@ class BpfCollector : public Collector {
   bool CollectLifecycle(MetricSink& out) {
     EmitHooks(lifecycle_.source->Plan(), true, out);  // every lifecycle hook is optional
     LifecycleSnapshot snap;
-    if (!lifecycle_.source->Read(&snap)) return false;
+    if (!lifecycle_.source->Read(&snap)) {
+      out.Fail("reading the connection lifecycle maps failed");
+      return false;
+    }
     const std::string subsystems = options_.paths.configfs + "/nvmet/subsystems/";
     EmitLifecycle(
         snap, hostnqns_, [&](const std::string& nqn) { return IsDir(subsystems + nqn); }, out);
@@ -226,7 +232,10 @@ class BpfCollector : public Collector {
     NvmeofSnapshot snap;
     bool ok = nvmeof_.source->Read(&snap);
     EmitHooks(nvmeof_.source->Plan(), true, out);
-    if (!ok) return false;
+    if (!ok) {
+      out.Fail("reading the NVMe-oF stage maps failed");
+      return false;
+    }
     std::map<Labels, HistSum> stages, totals, commands;
     NvmeofSeriesNames names(options_.paths, snap.names);
     std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began

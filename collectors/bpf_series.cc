@@ -73,6 +73,13 @@ constexpr std::string_view kHelpConnectFail =
 constexpr std::string_view kHelpKaFail =
     "Host keep-alive commands that completed with an error (kernels with "
     "nvme_keep_alive_end_io and module BTF: not Debian's 6.1 or 5.10).";
+constexpr std::string_view kHelpFailover =
+    "Host commands failed over from this path (controller) to another path of their multipath "
+    "head: a path error (ANA state, aborted by a reset or lost connection) or the path going "
+    "away (nvme_failover_req).";
+constexpr std::string_view kHelpAna =
+    "ANA state changes a host controller reported per ANA group (nvme_update_ana_state): the "
+    "group's new state; the first state seen per controller and group counts too.";
 constexpr std::string_view kHelpTConnect =
     "Fabrics Connect commands received by this target, by queue (admin, io) and result (nqn "
     "\"\" where not known: kernels without module BTF).";
@@ -113,6 +120,16 @@ void EmitTargetControllers(const LifecycleSnapshot& snap, HostnqnFolder& folder,
               static_cast<double>(snap.lost[NVMEOF_LC_LOST_CTRLS]));
 }
 
+// A failed host connect's labels: where it went and why.
+Labels ConnectFailureLabels(const nvmeof_lc_key& k) {
+  ConnectTarget t = ParseConnectTarget(k);
+  std::string error = k.b < 0 ? ErrnoLabel(k.b)
+                              : std::string(ConnectStatusName(static_cast<std::uint32_t>(k.b), 0));
+  if (error == "invalid_subsystem") error = "invalid_parameters";  // no IATTR on the host
+  return {
+      {"transport", t.transport}, {"traddr", t.traddr}, {"trsvcid", t.trsvcid}, {"error", error}};
+}
+
 }  // namespace
 
 void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
@@ -141,22 +158,21 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
                {"from", std::string(CtrlStateName(static_cast<std::uint32_t>(k.b)))},
                {"to", std::string(CtrlStateName(k.c))}}}] += v;
         break;
-      case NVMEOF_LC_CONNECT_FAIL: {
-        ConnectTarget t = ParseConnectTarget(k);
-        std::string error =
-            k.b < 0 ? ErrnoLabel(k.b)
-                    : std::string(ConnectStatusName(static_cast<std::uint32_t>(k.b), 0));
-        if (error == "invalid_subsystem") error = "invalid_parameters";  // no IATTR on the host
-        sums[{"nvmeof_controller_connect_failures_total",
-              {{"transport", t.transport},
-               {"traddr", t.traddr},
-               {"trsvcid", t.trsvcid},
-               {"error", error}}}] += v;
+      case NVMEOF_LC_CONNECT_FAIL:
+        sums[{"nvmeof_controller_connect_failures_total", ConnectFailureLabels(k)}] += v;
         break;
-      }
       case NVMEOF_LC_KA_FAIL:
         sums[{"nvmeof_controller_keep_alive_failures_total",
               {{"controller", "nvme" + std::to_string(k.a)}}}] += v;
+        break;
+      case NVMEOF_LC_FAILOVER:
+        sums[{"nvmeof_path_failovers_total", {{"controller", "nvme" + std::to_string(k.a)}}}] += v;
+        break;
+      case NVMEOF_LC_ANA:
+        sums[{"nvmeof_path_ana_transitions_total",
+              {{"controller", "nvme" + std::to_string(k.a)},
+               {"ana_group", std::to_string(static_cast<std::uint32_t>(k.b))},
+               {"state", std::string(AnaStateName(k.c))}}}] += v;
         break;
       case NVMEOF_LC_TARGET_CONNECT:
         sums[{
@@ -178,6 +194,8 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
       {"nvmeof_controller_state_transitions_total", kHelpState},
       {"nvmeof_controller_connect_failures_total", kHelpConnectFail},
       {"nvmeof_controller_keep_alive_failures_total", kHelpKaFail},
+      {"nvmeof_path_failovers_total", kHelpFailover},
+      {"nvmeof_path_ana_transitions_total", kHelpAna},
       {"nvmeof_target_connects_total", kHelpTConnect},
       {"nvmeof_target_keep_alive_expiries_total", kHelpKaExpiry}};
   for (const auto& [key, v] : sums) {

@@ -7,11 +7,18 @@
 //     reconnect_delay ctrl_loss_tmo fast_io_fail_tmo   (fabrics only; "off" = no limit)
 //     diag/{reset_count,reconnect_count,command_error_count}  (recent kernels only)
 //     nvmeXcNnY/{nsid,ana_state}         one path of namespace head nvmeXnY (native multipath)
-//     nvmeXnY/{nsid,size}                a namespace without a multipath head
+//       diag/{multipath_failover_count,command_retry_count}   (kernels with the diag group:
+//                                        nvme tree commit 66ee95b3d490, June 2026; also on
+//                                        nvmeXnY without a head)
+//     nvmeXnY/{nsid,size,ana_state}      a namespace without a multipath head (pcie, or
+//                                        nvme_core.multipath=N: ana_state is here then)
 //   class/nvme-subsystem/nvme-subsysX     -> devices/virtual/nvme-subsystem/nvme-subsysX
 //     subsysnqn subsystype iopolicy model serial firmware_rev
 //     nvmeN                              symlink to each controller of the subsystem
-//     nvmeXnY/{nsid,size}                namespace head (the block device users see)
+//     nvmeXnY/{nsid,size}                namespace head (the block device users see); some
+//       diag/{io_requeue_no_usable_path_count,io_fail_no_available_path_count}  (diag group)
+//                                        layouts show a non-multipath namespace here too, as
+//                                        well as under its controller: served once
 // dhchap_secret / dhchap_ctrl_secret hold authentication secrets: never read them.
 #include "collectors/nvme_host.h"
 
@@ -19,6 +26,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -134,13 +142,30 @@ void EmitSeconds(MetricSink& out, std::string_view name, std::string_view help,
 
 // Optional counter (recent kernels): absent emits nothing, odd is skipped.
 void EmitOptionalCounter(MetricSink& out, std::string_view name, std::string_view help,
-                         const std::string& path, const std::string& controller) {
+                         const std::string& path, Labels labels) {
   if (!Exists(path)) return;
   if (auto v = ReadU64(path)) {
-    out.Counter(name, help, {{"controller", controller}}, static_cast<double>(*v));
+    out.Counter(name, help, std::move(labels), static_cast<double>(*v));
   } else {
     out.Skip();
   }
+}
+void EmitOptionalCounter(MetricSink& out, std::string_view name, std::string_view help,
+                         const std::string& path, const std::string& controller) {
+  EmitOptionalCounter(out, name, help, path, Labels{{"controller", controller}});
+}
+
+// The diag group's per-path counters (writable: root may reset them, seen as a counter reset).
+void EmitPathDiag(MetricSink& out, const std::string& dir, const std::string& ctrl,
+                  const std::string& ns, const std::string& path) {
+  const Labels labels = {{"controller", ctrl}, {"nvme_namespace", ns}, {"path", path}};
+  EmitOptionalCounter(out, "nvmeof_path_diag_failovers_total",
+                      "I/Os failed over from this path to another after a path error "
+                      "(diag/multipath_failover_count)",
+                      dir + "/diag/multipath_failover_count", labels);
+  EmitOptionalCounter(out, "nvmeof_path_diag_command_retries_total",
+                      "Commands retried on this path (diag/command_retry_count)",
+                      dir + "/diag/command_retry_count", labels);
 }
 
 class NvmeHostCollector : public Collector {
@@ -155,6 +180,7 @@ class NvmeHostCollector : public Collector {
   bool Collect(MetricSink& out) override {
     std::map<std::string, std::string> subsys_of;     // controller -> nvme-subsysX
     std::map<std::string, std::string> subsysnqn_of;  // nvme-subsysX -> NQN
+    namespaces_.clear();
     CollectSubsystems(out, subsys_of, subsysnqn_of);
     const std::string root = paths_.sysfs + "/class/nvme";
     for (const auto& ctrl : ListDir(root)) {
@@ -202,6 +228,20 @@ class NvmeHostCollector : public Collector {
 
   void EmitNamespace(MetricSink& out, const std::string& dir, const std::string& ns,
                      const std::string& subsys, const std::string& nqn) {
+    // Namespace names are unique per host (nvmeXnY); a namespace shown under both its
+    // subsystem and its controller is one block device, served once (the first place wins).
+    if (!namespaces_.insert(ns).second) return;
+    // A multipath head's counters of I/O with no path to go to (diag group).
+    EmitOptionalCounter(out, "nvmeof_namespace_diag_no_usable_path_requeues_total",
+                        "I/Os requeued because no path was usable while one may come back "
+                        "(diag/io_requeue_no_usable_path_count)",
+                        dir + "/diag/io_requeue_no_usable_path_count",
+                        Labels{{"nvme_namespace", ns}});
+    EmitOptionalCounter(out, "nvmeof_namespace_diag_no_available_path_failures_total",
+                        "I/Os failed because no path was available "
+                        "(diag/io_fail_no_available_path_count)",
+                        dir + "/diag/io_fail_no_available_path_count",
+                        Labels{{"nvme_namespace", ns}});
     out.Gauge("nvmeof_namespace_info",
               "NVMe namespace block device on this host (multipath head, or the namespace "
               "itself without native multipath); value 1",
@@ -258,17 +298,15 @@ class NvmeHostCollector : public Collector {
       if (auto head_name = PathHead(entry); head_name && IsDir(sub)) {
         const std::string& head = *head_name;
         EmitPath(out, ctrl, head, entry);
-        if (Exists(sub + "/ana_state")) {
-          out.OneHot("nvmeof_path_ana_state",
-                     "ANA state of a multipath path, one-hot (optimized, non-optimized, "
-                     "inaccessible, persistent-loss, change, invalid)",
-                     {{"controller", ctrl}, {"nvme_namespace", head}, {"path", entry}}, kAnaStates,
-                     ReadFile(sub + "/ana_state"));
-        }
+        EmitAnaState(out, sub, ctrl, head, entry);
+        EmitPathDiag(out, sub, ctrl, head, entry);
       } else if (IsNamespace(entry) && IsDir(sub)) {
-        // No multipath head (pcie drive, or multipath off): the namespace is its only path.
+        // No multipath head (pcie drive, or multipath off): the namespace is its only path,
+        // and with multipath off an ANA controller puts its ana_state here.
         EmitNamespace(out, sub, entry, subsys, subsys_nqn);
         EmitPath(out, ctrl, entry, entry);
+        EmitAnaState(out, sub, ctrl, entry, entry);
+        EmitPathDiag(out, sub, ctrl, entry, entry);
       }
     }
   }
@@ -296,6 +334,18 @@ class NvmeHostCollector : public Collector {
                 dir + "/fast_io_fail_tmo", ctrl);
   }
 
+  // Only controllers that use ANA have the file: absent is no series.
+  static void EmitAnaState(MetricSink& out, const std::string& dir, const std::string& ctrl,
+                           const std::string& ns, const std::string& path) {
+    if (!Exists(dir + "/ana_state")) return;
+    out.OneHot("nvmeof_path_ana_state",
+               "ANA state of a path (a multipath path, or a namespace without a multipath head), "
+               "one-hot (optimized, non-optimized, inaccessible, persistent-loss, change, "
+               "invalid)",
+               {{"controller", ctrl}, {"nvme_namespace", ns}, {"path", path}}, kAnaStates,
+               ReadFile(dir + "/ana_state"));
+  }
+
   static void EmitPath(MetricSink& out, const std::string& ctrl, const std::string& ns,
                        const std::string& path) {
     out.Gauge("nvmeof_path_info",
@@ -307,6 +357,7 @@ class NvmeHostCollector : public Collector {
   Paths paths_;
   NameFilter controllers_;
   bool inventory_;
+  std::set<std::string> namespaces_;  // served this scrape (Collect is never run concurrently)
 };
 
 }  // namespace

@@ -195,7 +195,9 @@ class PfcCollector : public Collector {
       if (CollectNetdev(netdev, devices, out)) ++readable;
     }
     // Every netdev unreadable (e.g. ioctls refused by a seccomp profile) is a failed source.
-    return netdevs.empty() || readable > 0;
+    if (netdevs.empty() || readable > 0) return true;
+    out.Fail("no netdev's pause counters could be read (ethtool and sysfs)");
+    return false;
   }
 
  private:

@@ -31,7 +31,9 @@
 namespace nvmeof {
 namespace {
 
-// Kernel names (drivers/infiniband/core/sysfs.c). NOP is left out: the port is not reporting.
+// Kernel names (drivers/infiniband/core/sysfs.c), in the order of their numbers from 1 (the
+// file reads "<number>: <name>"; enum ib_port_state, enum ib_port_phys_state). Number 0 (NOP,
+// "<unknown>") is left out: the port is not reporting.
 constexpr StateName kPortStates[] = {{"DOWN", "DOWN"},
                                      {"INIT", "INIT"},
                                      {"ARMED", "ARMED"},
@@ -82,6 +84,19 @@ std::optional<std::string> ParseNumberedName(std::string_view text) {
   std::string_view name = text.substr(colon + 2);
   if (name.empty()) return std::nullopt;
   return std::string(name);
+}
+
+// A state file: "4: ACTIVE" -> {4, "ACTIVE"}; nullopt for text that is not "<number>: <name>".
+struct NumberedState {
+  std::uint64_t number;
+  std::string name;
+};
+std::optional<NumberedState> ParseNumberedState(std::string_view text) {
+  const auto colon = text.find(": ");
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto number = ParseU64(text.substr(0, colon));
+  if (!number) return std::nullopt;
+  return NumberedState{*number, std::string(text.substr(colon + 2))};
 }
 
 // "100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)" -> bytes per second. The kernel prints the
@@ -136,6 +151,7 @@ class RdmaCollector : public Collector {
     if (!files_.HasDir(root)) {
       // no RDMA stack loaded: nothing to report
     } else if (::access(root.c_str(), R_OK | X_OK) != 0) {
+      out.Fail(FileFailure(root));
       ok = false;
     } else {
       std::vector<BoundNetdev> bound;
@@ -261,13 +277,25 @@ class RdmaCollector : public Collector {
     }
   }
 
-  // A state file ("4: ACTIVE") as one-hot; a state we do not know (NOP, "<unknown>") leaves
-  // all known states at 0.
+  // A state file ("4: ACTIVE") as one-hot, by its number: the number is what the kernel
+  // holds, the name only its table's spelling of it (states[n - 1]). A name that disagrees with
+  // the number (a phys_state of "4: ACTIVE", the port state's spelling, from a driver or a
+  // copied tree) is served by the number and counted as anomaly "state_number_mismatch"; a
+  // number outside the table (0: NOP, "<unknown>") serves every state 0 and counts
+  // "unknown_state" (MetricSink::OneHot); text that is not "<number>: <name>" is skipped.
   void EmitOneHot(const std::string& dir, std::string_view file, std::string_view metric,
                   std::string_view help, std::span<const StateName> states, const std::string& dev,
                   const std::string& port, MetricSink& out) {
     auto text = files_.ReadAttribute(dir, file);
-    auto current = text ? ParseNumberedName(*text) : std::nullopt;
+    auto parsed = text ? ParseNumberedState(*text) : std::nullopt;
+    std::optional<std::string> current;
+    if (parsed && parsed->number >= 1 && parsed->number <= states.size()) {
+      const StateName& by_number = states[parsed->number - 1];
+      if (parsed->name != by_number.kernel) out.Anomaly("state_number_mismatch");
+      current = std::string(by_number.kernel);
+    } else if (parsed) {
+      current = std::move(*text);  // "0: NOP": in no table, whatever its name
+    }
     out.OneHot(metric, help, {{"rdma_device", dev}, {"rdma_port", port}}, states, current,
                /*unknown_all_zero=*/true);
   }

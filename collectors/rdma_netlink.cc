@@ -88,7 +88,7 @@ class RdmaNetlinkCollector : public Collector {
       return true;
     }
     if (err) {
-      LogWarn("rdma netlink socket", Kv("err", RdmaNetlinkErrName(err)));
+      out.Fail("rdma netlink socket: " + RdmaNetlinkErrName(err));  // the scraper warns once
       return false;
     }
     struct CloseOnExit {
@@ -117,7 +117,7 @@ class RdmaNetlinkCollector : public Collector {
       }
     }
     // Without the device list nothing else can be asked: the source failed as a whole.
-    if (err && devices.empty()) return false;
+    if (err && devices.empty()) return out.Fail("RDMA_NLDEV_CMD_GET: " + RdmaNetlinkErrName(err));
     if (err) out.Skip();
 
     std::set<std::uint32_t> wanted;

@@ -344,6 +344,7 @@ class TcpCollector : public Collector {
       if (auto text = ReadFile(net_ + file)) {
         ParseNetStatPairs(*text, &t);
       } else {
+        out.Fail(FileFailure(net_ + file));  // the scraper warns once with it
         ok = false;
       }
     }

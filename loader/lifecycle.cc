@@ -57,6 +57,11 @@ const std::vector<HookSpec>& LifecycleHooks() {
          "lc_state_ret_kretprobe", "lc_state_ret_fexit"),
       Fn("nvme_keep_alive_end_io", "nvme_core", "nvme_keep_alive_end_io", "lc_ka_end_kprobe",
          "lc_ka_end_fentry"),
+      // Multipath (nvme_core's multipath.c): run per failed-over command or ANA log read.
+      Fn("nvme_failover_req", "nvme_core", "nvme_failover_req", "lc_failover_kprobe",
+         "lc_failover_fentry"),
+      Fn("nvme_update_ana_state", "nvme_core", "nvme_update_ana_state", "lc_ana_kprobe",
+         "lc_ana_fentry"),
       Fn("nvmf_dev_write", "nvme_fabrics", "nvmf_dev_write", "lc_devwrite_kprobe",
          "lc_devwrite_fentry"),
       Fn("nvmf_dev_write_return", "nvme_fabrics", "nvmf_dev_write", "lc_devwrite_ret_kretprobe",
@@ -195,6 +200,23 @@ std::string_view CtrlStateName(std::uint32_t state) {
   static constexpr std::string_view kNames[] = {
       "new", "live", "resetting", "connecting", "deleting", "deleting_noio", "dead"};
   return state < std::size(kNames) ? kNames[state] : "unknown";
+}
+
+std::string_view AnaStateName(std::uint32_t state) {
+  switch (state) {
+    case 0x01:
+      return "optimized";
+    case 0x02:
+      return "non-optimized";
+    case 0x03:
+      return "inaccessible";
+    case 0x04:
+      return "persistent-loss";
+    case 0x0f:
+      return "change";
+    default:
+      return "other";
+  }
 }
 
 std::string_view ConnectStatusName(std::uint32_t status, std::uint32_t result) {

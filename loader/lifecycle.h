@@ -36,6 +36,10 @@ std::string_view CmEventName(std::uint32_t event);  // established, rejected, ..
 // invalid_service_id, ...), else an errno name (ETIMEDOUT) or ok for 0.
 std::string CmEventStatus(std::uint32_t event, std::int32_t status);
 std::string_view CtrlStateName(std::uint32_t state);  // new live ... dead; else unknown
+// An ANA state (NVME_ANA_*, the log page's values) as the kernel names it in sysfs (ana_state,
+// so the same values as nvmeof_path_ana_state): optimized, non-optimized, inaccessible,
+// persistent-loss, change; else other.
+std::string_view AnaStateName(std::uint32_t state);
 // ECONNREFUSED, ETIMEDOUT, ... for a negative errno (the table of common connect errors);
 // "other" for the rest.
 std::string ErrnoLabel(std::int32_t negative_errno);

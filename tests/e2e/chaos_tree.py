@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Builds one chaos tree: copies of the fixture trees with a random fifth of the files replaced by
-garbage, plus a symlink loop and a dangling link in directories the collectors walk.
+garbage, plus a symlink loop and a dangling link in directories the collectors walk, and the odd
+layouts of tests/fixtures/layouts: a namespace without a multipath head shown under its
+subsystem as well as its controller (served once, never twice), and a phys_state whose number
+and name disagree.
 
     chaos_tree.py FIXTURES OUT SEED
 
@@ -66,21 +69,52 @@ def garbage(rng, original):
     return kind, bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
 
 
+def odd_layouts(out, log):
+    """Before the garbage, so the copies may be garbled too (then their labels differ)."""
+    nvme = os.path.join(out, "sysfs/class/nvme")
+    subsystems = os.path.join(out, "sysfs/class/nvme-subsystem")
+    for sub in sorted(os.listdir(subsystems)) if os.path.isdir(subsystems) else []:
+        sub_dir = os.path.join(subsystems, sub)
+        for ctrl in sorted(os.listdir(sub_dir)):
+            ctrl_dir = os.path.join(nvme, ctrl)
+            if not ctrl.startswith("nvme") or not os.path.isdir(ctrl_dir):
+                continue
+            for ns in sorted(os.listdir(ctrl_dir)):
+                # nvmeXnY (not nvmeXcYnZ: a path) under the controller, not yet in the subsystem
+                head, _, rest = ns[4:].partition("n")
+                if not ns.startswith("nvme") or not head.isdigit() or not rest.isdigit():
+                    continue
+                if os.path.exists(os.path.join(sub_dir, ns)):
+                    continue
+                shutil.copytree(os.path.join(ctrl_dir, ns), os.path.join(sub_dir, ns),
+                                symlinks=True)
+                log.append(f"twice {os.path.relpath(os.path.join(sub_dir, ns), out)}")
+    ib = os.path.join(out, "sysfs/class/infiniband")
+    for dev in sorted(os.listdir(ib)) if os.path.isdir(ib) else []:
+        phys = os.path.join(ib, dev, "ports/1/phys_state")
+        if os.path.isfile(phys):
+            with open(phys, "w") as f:
+                f.write("4: ACTIVE\n")  # the port state's name for phys_state 4
+            log.append(f"mismatch {os.path.relpath(phys, out)}")
+            break
+
+
 def main():
     fixtures, out, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
     rng = random.Random(seed)
     os.makedirs(out, exist_ok=True)
-    files = []
+    files, log = [], []
+    for tree in TREES:
+        shutil.copytree(os.path.join(fixtures, tree), os.path.join(out, tree), symlinks=True)
+    odd_layouts(out, log)
     for tree in TREES:
         dst = os.path.join(out, tree)
-        shutil.copytree(os.path.join(fixtures, tree), dst, symlinks=True)
         for root, dirs, names in os.walk(dst):
             dirs.sort()
             for n in sorted(names):
                 p = os.path.join(root, n)
                 if os.path.isfile(p) and not os.path.islink(p):
                     files.append(p)
-    log = []
     for p in rng.sample(files, len(files) // 5):
         with open(p, "rb") as f:
             original = f.read()

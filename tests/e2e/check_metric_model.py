@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Metric model 1.0 (docs/metrics.md "Metric model 1.0"): every metric family of a /metrics text starts
 with nvmeof_ (or is a client-library process_* metric), no name contains its type, and no label
-is one that Prometheus, Kubernetes or alert routing own. Usage: check_metric_model.py FILE...
+is one that Prometheus, Kubernetes or alert routing own; and no series is served twice (same
+name and label set: tests/pylib/testlib.py parse_text). Usage: check_metric_model.py FILE...
 Exit 1 with one line per problem."""
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from testlib import parse_text  # noqa: E402
 
 FORBIDDEN = {"namespace", "job", "instance", "pod", "node", "container", "service", "endpoint",
              "cluster", "severity"}
@@ -16,6 +21,11 @@ TYPES = ("counter", "gauge", "histogram", "summary", "untyped")
 
 def check(path):
     problems, families = [], set()
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            parse_text(f.read(), path)
+    except ValueError as e:  # DuplicateSeries, or a line that is not a sample
+        problems.append(str(e))
     for n, line in enumerate(open(path), 1):
         line = line.rstrip("\n")
         m = re.match(r"# TYPE (\S+) (\S+)", line)
@@ -48,7 +58,8 @@ def main(paths):
         found, n = check(p)
         problems += found
         if not found:
-            print(f"ok: {p}: {n} families, all nvmeof_ (or process_*), no forbidden label")
+            print(f"ok: {p}: {n} families, all nvmeof_ (or process_*), no forbidden label, "
+                  "no duplicate series")
     for p in problems:
         print("FAIL:", p)
     return 1 if problems else 0

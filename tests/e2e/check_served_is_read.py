@@ -39,6 +39,10 @@ SELF = {
     # sign that a label on a dashboard is not the kernel's string verbatim.
     "nvmeof_exporter_label_values_sanitized_total":
         "label values rewritten (a dashboard label that is not the kernel's string verbatim)",
+    # Served only while a source is odd (a duplicate series dropped, a one-hot state in no
+    # table, an RDMA state whose number and name disagree): why a series looks wrong.
+    "nvmeof_exporter_collector_anomalies":
+        "odd source data behind a dropped series or an all-0 one-hot state",
     # HTTP connections accepted: with keep-alive a scraper holds one; a rising count means a
     # scraper (or a proxy between) reconnects every scrape (issue 32 item 3).
     "nvmeof_exporter_http_connections_total":

@@ -2,11 +2,13 @@
 # Chaos fixtures: kernel strings are untrusted. Each run builds CHAOS_TREES copies of the fixture
 # trees (sysfs, procfs, configfs, ethtool) with a random fifth of the files replaced by garbage
 # (invalid UTF-8, NUL bytes, huge/negative/NaN numbers, empty files, 100 KB lines, control
-# characters) plus a symlink loop and a dangling link (tests/e2e/chaos_tree.py). For each tree the
+# characters) plus a symlink loop and a dangling link, and the odd layouts of tests/fixtures/layouts
+# (tests/e2e/chaos_tree.py). For each tree the
 # exporter must answer /metrics with 200, `promtool check metrics` must print nothing (no parse
 # error and no lint warning: the lint rules look at names and help only, which garbage cannot
-# change, so a warning here is as much a bug as in test_golden.sh), and the exporter must still be
-# running afterwards. The same tree scraped as protobuf must answer 200 and decode whole, with
+# change, so a warning here is as much a bug as in test_golden.sh), no series may be served twice
+# (check_series.py: promtool 2.42 does not look), and the exporter must still be running
+# afterwards. The same tree scraped as protobuf must answer 200 and decode whole, with
 # valid UTF-8 in every string (protobuf_check.py). Then two real Prometheus, one on text and one
 # with native histograms on (protobuf), scrape the exporters of the first CHAOS_PROM_TREES trees
 # and must report up == 1 and scrape_samples_scraped > 0 for every one: on Prometheus 2.42, then
@@ -56,6 +58,9 @@ for i in $(seq 0 $((TREES - 1))); do
     [ -s "$tree/promtool.log" ]; then
     broke "$s" "promtool check metrics: $(head -c 300 "$tree/promtool.log" | tr '\n' ' ')"
     ok=0
+  elif ! why=$(python3 "$E2E_DIR/check_series.py" "$tree/metrics.prom"); then
+    broke "$s" "$why"  # a series served twice: Prometheus rejects the whole scrape
+    ok=0
   fi
   # The same tree as protobuf (what a native-histogram Prometheus asks for).
   pcode=$(curl -sS -o "$tree/metrics.pb" -w '%{http_code} %{content_type}' --max-time 20 \
@@ -86,15 +91,10 @@ echo "chaos: $((TREES - ${#BROKEN[@]})) of $TREES trees served valid /metrics"
 
 # Two real Prometheus of each version (lib.sh: 2.42, then 3.5 LTS) scrape the kept exporters:
 # it rejects a whole scrape on one invalid label. That version's promtool lints their trees too.
-{
-  echo "global: {scrape_interval: 1s, evaluation_interval: 1s}"
-  echo "scrape_configs:"
-  echo "  - job_name: chaos"
-  echo "    static_configs:"
+prom_config "$WORK/chaos-scrape.yml" 1s chaos "" "static_configs:" "$(
   for k in "${!PROM_PORTS[@]}"; do
-    echo "      - {targets: [\"127.0.0.1:${PROM_PORTS[$k]}\"], labels: {chaos_seed: \"${PROM_SEEDS[$k]}\"}}"
-  done
-} >"$WORK/chaos-scrape.yml"
+    echo "  - {targets: [\"127.0.0.1:${PROM_PORTS[$k]}\"], labels: {chaos_seed: \"${PROM_SEEDS[$k]}\"}}"
+  done)"
 # query EXPR: "seed value" lines of an instant query.
 query() {
   curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" |

@@ -218,6 +218,67 @@ TEST(BpfLifecycleEmit, EveryFamilyWithBoundedLabels) {
       7);
 }
 
+TEST(BpfLifecycleNames, AnaStatesAreBounded) {
+  EXPECT_EQ(AnaStateName(1), "optimized");
+  EXPECT_EQ(AnaStateName(2), "non-optimized");
+  EXPECT_EQ(AnaStateName(3), "inaccessible");
+  EXPECT_EQ(AnaStateName(4), "persistent-loss");
+  EXPECT_EQ(AnaStateName(0x0f), "change");
+  EXPECT_EQ(AnaStateName(0), "other");
+  EXPECT_EQ(AnaStateName(5), "other");
+}
+
+// Failovers per path (controller) and ANA state changes per controller, group and new state:
+// the keys of two controllers of one subsystem, one of which lost its group for a while.
+TEST(BpfLifecycleEmit, FailoversAndAnaTransitions) {
+  LifecycleSnapshot snap;
+  snap.counts = {
+      {Key(NVMEOF_LC_FAILOVER, 2, 0, 0), 37}, {Key(NVMEOF_LC_FAILOVER, 1, 0, 0), 1},
+      {Key(NVMEOF_LC_ANA, 1, 1, 1), 1},     // nvme1 group 1 optimized (at connect)
+      {Key(NVMEOF_LC_ANA, 2, 1, 1), 2},     // nvme2: at connect and back
+      {Key(NVMEOF_LC_ANA, 2, 1, 3), 1},     // nvme2 group 1 inaccessible
+      {Key(NVMEOF_LC_ANA, 2, 7, 0x0e), 1},  // a reserved state value: bounded
+      {Key(NVMEOF_LC_ANA, 2, 8, 0x0f), 1},  // change
+  };
+  HostnqnFolder folder(1);
+  MetricSink sink;
+  EmitLifecycle(
+      snap, folder, [](const std::string&) { return false; }, sink);
+  EXPECT_EQ(Value(sink, "nvmeof_path_failovers_total", {{"controller", "nvme2"}}), 37);
+  EXPECT_EQ(Value(sink, "nvmeof_path_failovers_total", {{"controller", "nvme1"}}), 1);
+  EXPECT_EQ(Count(sink, "nvmeof_path_failovers_total"), 2);
+  EXPECT_EQ(Value(sink, "nvmeof_path_ana_transitions_total",
+                  {{"controller", "nvme2"}, {"ana_group", "1"}, {"state", "optimized"}}),
+            2);
+  EXPECT_EQ(Value(sink, "nvmeof_path_ana_transitions_total",
+                  {{"controller", "nvme2"}, {"ana_group", "1"}, {"state", "inaccessible"}}),
+            1);
+  EXPECT_EQ(Value(sink, "nvmeof_path_ana_transitions_total",
+                  {{"controller", "nvme1"}, {"ana_group", "1"}, {"state", "optimized"}}),
+            1);
+  EXPECT_EQ(
+      Value(sink, "nvmeof_path_ana_transitions_total", {{"ana_group", "7"}, {"state", "other"}}),
+      1);
+  EXPECT_EQ(
+      Value(sink, "nvmeof_path_ana_transitions_total", {{"ana_group", "8"}, {"state", "change"}}),
+      1);
+  EXPECT_EQ(Count(sink, "nvmeof_path_ana_transitions_total"), 5);
+}
+
+// The multipath hooks are nvme_core's, optional like every lifecycle hook, kprobe first.
+TEST(BpfLifecycleHooks, MultipathHooksAreOptionalKprobeFirst) {
+  const auto core = LifecycleModuleHooks("nvme_core", true);
+  for (const char* name : {"nvme_failover_req", "nvme_update_ana_state"}) {
+    auto it = std::find_if(core.begin(), core.end(), [&](const auto& h) { return h.name == name; });
+    ASSERT_NE(it, core.end()) << name;
+    EXPECT_FALSE(it->required) << name;
+    EXPECT_EQ(it->gate, "nvme_core") << name;
+    ASSERT_EQ(it->variants.size(), 2U) << name;
+    EXPECT_EQ(it->variants[0].mechanism, Mechanism::kKprobe) << name;
+    EXPECT_EQ(it->variants[1].mechanism, Mechanism::kFentry) << name;
+  }
+}
+
 TEST(BpfLifecycleOptions, HostnqnLimitFromYaml) {
   BpfOptions o;
   std::string error;

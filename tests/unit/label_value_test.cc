@@ -230,5 +230,42 @@ TEST(MetricSinkSanitize, DuplicateAcrossAppendIsSkippedWithItsNativeBuckets) {
   EXPECT_EQ(a.NativeOf(0, 2), nullptr);
 }
 
+// Every family is checked, not only those holding a sanitized value: a kernel can show one
+// object in two places, and a scrape with a duplicate series is rejected whole.
+TEST(MetricSinkDuplicates, SecondSeriesWithTheSameLabelsIsDroppedAndCounted) {
+  MetricSink sink;
+  sink.Gauge("nvmeof_ns_info", "h", {{"nvme_namespace", "nvme0n1"}, {"nsid", "1"}}, 1);
+  sink.Gauge("nvmeof_ns_info", "h", {{"nvme_namespace", "nvme0n2"}, {"nsid", "2"}}, 1);
+  sink.Gauge("nvmeof_ns_info", "h", {{"nvme_namespace", "nvme0n1"}, {"nsid", "1"}}, 7);
+  // Same values under other names, or in another order, are other series.
+  sink.Gauge("nvmeof_ns_info", "h", {{"nsid", "1"}, {"nvme_namespace", "nvme0n1"}}, 1);
+  sink.Gauge("nvmeof_other", "h", {{"nvme_namespace", "nvme0n1"}, {"nsid", "1"}}, 1);
+  const auto info = Select(sink, "nvmeof_ns_info");
+  ASSERT_EQ(info.size(), 3u);
+  EXPECT_EQ(info[0]->gauge.value, 1);  // the first one is served
+  EXPECT_EQ(sink.skipped(), 1u);
+  ASSERT_EQ(sink.anomalies().size(), 1u);
+  EXPECT_EQ(sink.anomalies().at("duplicate_series"), 1u);
+
+  MetricSink other;
+  other.Gauge("nvmeof_ns_info", "h", {{"nvme_namespace", "nvme0n2"}, {"nsid", "2"}}, 1);
+  other.Gauge("nvmeof_ns_info", "h", {{"nvme_namespace", "nvme0n3"}, {"nsid", "3"}}, 1);
+  EXPECT_EQ(sink.Append(std::move(other)), 1u);
+  EXPECT_EQ(Select(sink, "nvmeof_ns_info").size(), 4u);
+  EXPECT_EQ(sink.skipped(), 2u);
+  EXPECT_EQ(sink.anomalies().at("duplicate_series"), 2u);
+}
+
+TEST(MetricSinkOneHot, UnknownStateServedAllZeroIsCounted) {
+  constexpr StateName kStates[] = {{"up", "up"}, {"down", "down"}};
+  MetricSink sink;
+  sink.OneHot("nvmeof_s", "h", {}, kStates, std::string("sideways"), /*unknown_all_zero=*/true);
+  EXPECT_EQ(Select(sink, "nvmeof_s").size(), 2u);
+  EXPECT_EQ(
+      Value(sink, "nvmeof_s", {{"state", "up"}}) + Value(sink, "nvmeof_s", {{"state", "down"}}), 0);
+  EXPECT_EQ(sink.anomalies().at("unknown_state"), 1u);
+  EXPECT_EQ(sink.skipped(), 0u);
+}
+
 }  // namespace
 }  // namespace nvmeof

@@ -223,6 +223,107 @@ TEST_F(NvmeHostFixture, PathsAndAnaState) {
   EXPECT_TRUE(Select(sink_, "nvmeof_path_ana_state", {{"path", "nvme3n1"}}).empty());
 }
 
+// Layouts met on real systems (tests/fixtures/layouts/README.md).
+MetricSink CollectLayout(const std::string& tree, bool* ok) {
+  CollectorOptions o;
+  o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/layouts/" + tree + "/sysfs";
+  o.nvme_host.inventory = true;
+  MetricSink sink;
+  *ok = NewNvmeHostCollector(o)->Collect(sink);
+  return sink;
+}
+
+// nvme_core.multipath=N: no head, so the namespace under its controller is its only path, and
+// an ANA controller's ana_state is in that namespace's own directory.
+TEST(NvmeHostLayouts, MultipathOffServesAnaState) {
+  bool ok = false;
+  MetricSink sink = CollectLayout("nvme-multipath-off", &ok);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(sink.skipped(), 0u);
+  EXPECT_EQ(Select(sink, "nvmeof_namespace_info").size(), 1u);
+  EXPECT_EQ(Select(sink, "nvmeof_path_info",
+                   {{"controller", "nvme0"}, {"nvme_namespace", "nvme0n1"}, {"path", "nvme0n1"}})
+                .size(),
+            1u);
+  const std::vector<std::string> states = {"optimized",       "non-optimized", "inaccessible",
+                                           "persistent-loss", "change",        "invalid"};
+  ASSERT_EQ(Select(sink, "nvmeof_path_ana_state").size(), states.size());
+  for (const auto& s : states) {
+    EXPECT_EQ(Value(sink, "nvmeof_path_ana_state",
+                    {{"controller", "nvme0"},
+                     {"nvme_namespace", "nvme0n1"},
+                     {"path", "nvme0n1"},
+                     {"state", s}}),
+              s == "non-optimized" ? 1 : 0)
+        << s;
+  }
+  EXPECT_TRUE(sink.anomalies().empty());
+}
+
+// One namespace under both its subsystem and its controller: one namespace_info (and size),
+// not a duplicate series that makes Prometheus reject the scrape.
+TEST(NvmeHostLayouts, NamespaceShownTwiceIsServedOnce) {
+  bool ok = false;
+  MetricSink sink = CollectLayout("nvme-namespace-twice", &ok);
+  ASSERT_TRUE(ok);
+  const auto info = Select(sink, "nvmeof_namespace_info");
+  ASSERT_EQ(info.size(), 1u);
+  EXPECT_EQ(ToMap(*info[0]), (LabelMap{{"nvme_subsystem", "nvme-subsys0"},
+                                       {"nvme_namespace", "nvme0n1"},
+                                       {"nsid", "1"},
+                                       {"nqn", "nqn.2024-06.io.example:ana-test"}}));
+  EXPECT_EQ(Select(sink, "nvmeof_namespace_size_bytes").size(), 1u);
+  EXPECT_EQ(Select(sink, "nvmeof_path_info").size(), 1u);
+  // Not even dropped by the sink's guard: the collector does not make the duplicate.
+  EXPECT_EQ(sink.skipped(), 0u);
+  EXPECT_TRUE(sink.anomalies().empty());
+}
+
+// The diag group (nvme tree commit 66ee95b3d490 and its series, June 2026): per-path failover
+// and retry counts, and a head's I/O with no path. Absent files (every older kernel, and the
+// fixture) are no series, not 0.
+TEST_F(NvmeHostFixture, DiagPathCountersAbsentAreNoSeries) {
+  for (const char* f :
+       {"nvmeof_path_diag_failovers_total", "nvmeof_path_diag_command_retries_total",
+        "nvmeof_namespace_diag_no_usable_path_requeues_total",
+        "nvmeof_namespace_diag_no_available_path_failures_total"}) {
+    EXPECT_EQ(sink_.Find(f), nullptr) << f;
+  }
+}
+
+TEST(NvmeHostLayouts, DiagPathCounters) {
+  ScratchDir d;
+  d.Write("class/nvme/nvme0/transport", "tcp\n");
+  d.Write("class/nvme/nvme0/state", "live\n");
+  d.Write("class/nvme/nvme0/nvme0c0n1/nsid", "1\n");
+  d.Write("class/nvme/nvme0/nvme0c0n1/diag/multipath_failover_count", "3\n");
+  d.Write("class/nvme/nvme0/nvme0c0n1/diag/command_retry_count", "11\n");
+  d.Write("class/nvme/nvme0/nvme0c1n1/nsid", "1\n");  // no diag group: no series
+  d.Write("class/nvme/nvme0/nvme0c2n1/nsid", "1\n");
+  d.Write("class/nvme/nvme0/nvme0c2n1/diag/multipath_failover_count", "x\n");  // skipped
+  d.Write("class/nvme-subsystem/nvme-subsys0/subsysnqn", "nqn.test\n");
+  d.Write("class/nvme-subsystem/nvme-subsys0/nvme0n1/nsid", "1\n");
+  d.Write("class/nvme-subsystem/nvme-subsys0/nvme0n1/diag/io_requeue_no_usable_path_count", "5\n");
+  d.Write("class/nvme-subsystem/nvme-subsys0/nvme0n1/diag/io_fail_no_available_path_count", "0\n");
+  CollectorOptions o;
+  o.paths.sysfs = d.path();
+  MetricSink sink;
+  ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(sink));
+  EXPECT_EQ(sink.Find("nvmeof_path_diag_failovers_total")->type, prometheus::MetricType::Counter);
+  ASSERT_EQ(Select(sink, "nvmeof_path_diag_failovers_total").size(), 1u);
+  EXPECT_EQ(Value(sink, "nvmeof_path_diag_failovers_total",
+                  {{"controller", "nvme0"}, {"nvme_namespace", "nvme0n1"}, {"path", "nvme0c0n1"}}),
+            3);
+  EXPECT_EQ(Value(sink, "nvmeof_path_diag_command_retries_total", {{"path", "nvme0c0n1"}}), 11);
+  EXPECT_EQ(Value(sink, "nvmeof_namespace_diag_no_usable_path_requeues_total",
+                  {{"nvme_namespace", "nvme0n1"}}),
+            5);
+  EXPECT_EQ(Value(sink, "nvmeof_namespace_diag_no_available_path_failures_total",
+                  {{"nvme_namespace", "nvme0n1"}}),
+            0);
+  EXPECT_EQ(sink.skipped(), 1u);
+}
+
 TEST(NvmeHostFilter, IncludeOneController) {
   CollectorOptions o;
   o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";

@@ -227,13 +227,46 @@ TEST(RdmaCollector, UnknownOrUnreadableState) {
   t.Port("nop", "1", "0: NOP", "10 Gb/sec (1X QDR)");
   t.Port("odd", "1", "ACTIVE", "10 Gb/sec (1X QDR)");
   auto s = ScrapeRdma(t.root());
-  // NOP is a state the kernel reports but not one we export: every known state is 0.
+  // NOP is a state the kernel reports but not one we export: every known state is 0, and
+  // counted, so a one-hot that sums to 0 is never silent.
   auto nop = Find(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "nop"}});
   ASSERT_EQ(nop.size(), 5u);
   for (const auto* m : nop) EXPECT_EQ(m->gauge.value, 0);
+  EXPECT_EQ(s.sink.anomalies().at("unknown_state"), 1u);
   // Not "<n>: <name>": the family is skipped for that port, not guessed.
   EXPECT_TRUE(Find(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "odd"}}).empty());
   EXPECT_EQ(s.sink.skipped(), 1u);
+}
+
+// The state is the kernel's number; the name is only its table's spelling of it. Before, a
+// phys_state of "4: ACTIVE" matched no name and served all 7 states as 0, counting nothing.
+TEST(RdmaLayouts, PhysStateServedByNumber) {
+  auto s = ScrapeRdma(std::string(NVMEOF_FIXTURES) + "/layouts/rdma-phys-state-mismatch/sysfs");
+  ASSERT_TRUE(s.ok);
+  const auto phys = Find(s.sink, "nvmeof_rdma_port_phys_state", {{"rdma_device", "rxe0"}});
+  ASSERT_EQ(phys.size(), 7u);
+  double sum = 0;
+  for (const auto* m : phys) sum += m->gauge.value;
+  EXPECT_EQ(sum, 1);
+  // 4 is PortConfigurationTraining in the kernel's phys_state table (5 is LinkUp).
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
+                  {{"rdma_device", "rxe0"}, {"state", "PortConfigurationTraining"}}),
+            1);
+  // The port state file's "4: ACTIVE" agrees with its table: served, not counted.
+  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "rxe0"}, {"state", "ACTIVE"}}),
+            1);
+  ASSERT_EQ(s.sink.anomalies().size(), 1u);
+  EXPECT_EQ(s.sink.anomalies().at("state_number_mismatch"), 1u);
+}
+
+TEST(RdmaCollector, StateNumberOutsideTheTableIsAllZeroAndCounted) {
+  TempSysfs t;
+  t.Port("far", "1", "9: ACTIVE", "10 Gb/sec (1X QDR)");  // a name we know, a number we do not
+  auto s = ScrapeRdma(t.root());
+  auto far = Find(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "far"}});
+  ASSERT_EQ(far.size(), 5u);
+  for (const auto* m : far) EXPECT_EQ(m->gauge.value, 0);
+  EXPECT_EQ(s.sink.anomalies().at("unknown_state"), 1u);
 }
 
 TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {

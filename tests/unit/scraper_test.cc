@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -136,6 +137,69 @@ TEST(ScraperSelfMetrics, AddedToEveryScrape) {
   EXPECT_EQ(Value(sink, "nvmeof_exporter_http_connections_total"), 7);
   s.CollectAll(1s);
   EXPECT_EQ(calls, 2);
+}
+
+// Fails while `fail` is set, giving a reason; serves one series that FastCollector serves too.
+class FlakyCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "flaky"; }
+  bool Collect(MetricSink& out) override {
+    out.Gauge("nvmeof_test_fast", "test", {}, 2);  // FastCollector's series: a duplicate
+    out.Gauge("nvmeof_test_flaky", "test", {}, 1);
+    if (!fail) return true;
+    out.Fail("/proc/net/snmp: No such file or directory");
+    return false;
+  }
+  std::atomic<bool> fail{true};
+};
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A collector that fails is warned about once, with its reason, until it recovers (one info
+// line), not on every scrape.
+TEST(ScraperFailure, WarnsOncePerFailureWithTheReasonAndOnceOnRecovery) {
+  auto flaky = std::make_shared<FlakyCollector>();
+  std::vector<std::shared_ptr<Collector>> cs = {flaky};
+  Scraper s(std::move(cs));
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) {
+    auto sink = s.CollectAll(5s);
+    EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_success", {{"collector", "flaky"}}), 0);
+  }
+  flaky->fail = false;
+  s.CollectAll(5s);
+  s.CollectAll(5s);
+  flaky->fail = true;
+  s.CollectAll(5s);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(Occurrences(log, "collector failed"), 2u) << log;
+  EXPECT_EQ(Occurrences(log, "reason=\"/proc/net/snmp: No such file or directory\""), 2u) << log;
+  EXPECT_EQ(Occurrences(log, "collector recovered"), 1u) << log;
+}
+
+// A series two collectors both serve is served once (the first collector's); the second
+// collector counts it as skipped and as anomaly duplicate_series.
+TEST(ScraperDuplicates, SeriesServedByTwoCollectorsIsServedOnce) {
+  auto flaky = std::make_shared<FlakyCollector>();
+  flaky->fail = false;
+  std::vector<std::shared_ptr<Collector>> cs = {std::make_shared<FastCollector>(), flaky};
+  Scraper s(std::move(cs));
+  auto sink = s.CollectAll(5s);
+  ASSERT_EQ(Select(sink, "nvmeof_test_fast").size(), 1u);
+  EXPECT_EQ(Value(sink, "nvmeof_test_fast"), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_test_flaky"), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_skipped_series", {{"collector", "flaky"}}), 1);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_skipped_series", {{"collector", "fast"}}), 0);
+  EXPECT_EQ(Value(sink, "nvmeof_exporter_collector_anomalies",
+                  {{"collector", "flaky"}, {"reason", "duplicate_series"}}),
+            1);
+  EXPECT_TRUE(Select(sink, "nvmeof_exporter_collector_anomalies", {{"collector", "fast"}}).empty());
+  const std::string text = s.Scrape(5s);
+  EXPECT_EQ(Occurrences(text, "\nnvmeof_test_fast "), 1u) << text;
 }
 
 TEST(ScraperProcess, ServesClientLibraryProcessMetrics) {

@@ -198,6 +198,20 @@ TEST_F(TcpScratch, EmptyRootFailsWithoutSeries) {
   EXPECT_EQ(sink.skipped(), 0u);
 }
 
+// A procfs without net/snmp (a container's partial /proc): the collector fails and says why,
+// so the scraper can warn once with the file and the error.
+TEST(TcpLayouts, NoSnmpFailsWithReason) {
+  CollectorOptions o;
+  o.paths.procfs = std::string(NVMEOF_FIXTURES) + "/layouts/procfs-no-snmp/procfs";
+  o.tcp.node_counters = true;
+  MetricSink sink;
+  EXPECT_FALSE(NewTcpCollector(o)->Collect(sink));
+  EXPECT_EQ(sink.failure(), o.paths.procfs + "/net/snmp: No such file or directory");
+  // What netstat holds is still served.
+  EXPECT_FALSE(Select(sink, "nvmeof_tcp_timeouts_total").empty());
+  EXPECT_TRUE(Select(sink, "nvmeof_tcp_retransmitted_segments_total").empty());
+}
+
 // Real sockets on loopback: sock_diag must find both ends of an NVMe/TCP-port connection,
 // over IPv4 and IPv6, and ignore a connection on another port.
 class TcpConnections : public ::testing::Test {

@@ -1,0 +1,164 @@
+# Scenario: failover between two paths of one namespace (native NVMe multipath). One nvmet
+# subsystem is exported on two NVMe/TCP ports (2: 4421, 3: 4422) and connected through both, so
+# the host has two controllers (paths) under one multipath head, round-robin. fio runs on the
+# head; port 3's ANA group 1 goes inaccessible (nvmet sends an ANA change notice; commands that
+# reach the port meanwhile fail with an ANA error and fail over to port 2's path) and comes back
+# optimized; then port 3 loses the subsystem link for a few seconds and gets it back; then the
+# host resets path 2's controller (its commands in flight fail over). Recorded for
+# check_multipath.py: every timed scrape's status (scrapes.txt), the kernel's view of both paths
+# every 0.2 s (paths.txt: controller states, sysfs ana_state), and the kernel's
+# nvme:nvme_complete_rq records of commands that completed with an error (trace.txt), from
+# which the host's failovers are counted independently of the exporter.
+. /opt/vm/lib.sh
+conf SCENARIO multipath
+conf KERNEL "$(uname -r)"
+NQN=nqn.2024-01.io.nvmeof-exporter:vm-multipath
+T=/sys/kernel/tracing
+# Every command takes 20 ms on the target's disk (null_blk timer mode), so each path has commands
+# in flight when its port changes state or goes away: those are the ones that fail over.
+# shellcheck disable=SC2034 # read by lib.sh load_modules
+NULLB_ARGS="nr_devices=2 gb=1 irqmode=2 completion_nsec=20000000"
+load_modules
+conf MULTIPATH "$(cat /sys/module/nvme_core/parameters/multipath 2>/dev/null)"
+setup_net || die "network/rxe setup"
+setup_target tcp 2 4421 $NQN /dev/nullb1 || die "nvmet setup"
+# The second path: the same subsystem on a second port.
+P3=$CFG/ports/3
+mkdir $P3 && echo tcp >$P3/addr_trtype && echo ipv4 >$P3/addr_adrfam && echo $IP >$P3/addr_traddr &&
+	echo 4422 >$P3/addr_trsvcid && ln -s $CFG/subsystems/$NQN $P3/subsystems/$NQN || die "nvmet port 3"
+ANA=$P3/ana_groups/1/ana_state
+[ -e $ANA ] || die "no $ANA"
+# The functions the multipath hooks need, as ftrace (and so kprobes) sees them here.
+grep -E '^(nvme_failover_req|nvme_update_ana_state|nvme_update_ns_ana_state|nvme_parse_ana_log)\b' \
+	$T/available_filter_functions >"$R/ftrace-functions.txt" 2>/dev/null
+start_exporter || die "exporter start"
+# The kernel's own record of each command that completed with an error status (per path
+# controller, queue and status): the failovers' independent count.
+echo 'status != 0' >$T/events/nvme/nvme_complete_rq/filter &&
+	echo 1 >$T/events/nvme/nvme_complete_rq/enable || fail "trace nvme_complete_rq"
+connect tcp 4421 $NQN || die "nvme connect (path 1)"
+CTRL_A=$CTRL HEAD=$DEV
+# Reconnects every second: the path fault below must end with the path live again.
+nvme connect -t tcp -a $IP -s 4422 -n $NQN --reconnect-delay=1 --ctrl-loss-tmo=120 || die "nvme connect (path 2)"
+CTRL_B=
+deadline 30
+while [ -z "$CTRL_B" ]; do
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NQN ] && grep -q 'trsvcid=4422' "$c/address" 2>/dev/null &&
+			CTRL_B=${c##*/}
+	done
+	[ -n "$CTRL_B" ] || { before_deadline || die "no controller for port 3"; sleep 0.2; }
+done
+CTRL=$CTRL_B
+wait_state live 30 || die "path 2 not live"
+CTRL=$CTRL_A
+# Hidden path disks (nvmeXcYnZ): their ANA state as the host sees it.
+path_disk() { for d in /sys/class/nvme/$1/nvme*c*n*; do [ -e "$d/ana_state" ] && echo "${d##*/}"; done | head -1; }
+DISK_A=$(path_disk $CTRL_A) DISK_B=$(path_disk $CTRL_B)
+[ -n "$DISK_A" ] && [ -n "$DISK_B" ] || die "no path disks ($DISK_A $DISK_B)"
+SUBSYS=
+for s in /sys/class/nvme-subsystem/*; do [ "$(cat "$s/subsysnqn")" = $NQN ] && SUBSYS=$s; done
+# Both paths carry I/O, so the one taken away has commands in flight.
+echo round-robin >"$SUBSYS/iopolicy" || fail "iopolicy round-robin"
+conf NQN $NQN
+conf CTRL_A "$CTRL_A"
+conf CTRL_B "$CTRL_B"
+conf DISK_A "$DISK_A"
+conf DISK_B "$DISK_B"
+conf HEAD "$HEAD"
+conf IOPOLICY "$(cat "$SUBSYS/iopolicy")"
+echo "paths: $CTRL_A ($DISK_A) and $CTRL_B ($DISK_B) under $HEAD"
+
+# The multipath hooks attach from the exporter's watcher thread (nvme_core is loaded already).
+deadline 120
+until timeout 10 wget -q -O - http://$LISTEN/metrics 2>/dev/null |
+	grep -qE '^nvmeof_exporter_bpf_hook_attached\{hook="nvme_failover_req".*\} 1$'; do
+	before_deadline || { fail "nvme_failover_req not attached"; break; }
+	sleep 1
+done
+mark hooks
+scrape before
+
+paths() {
+	while [ ! -e /tmp/stop-paths ]; do
+		echo "$(now) $(cat /sys/class/nvme/$CTRL_A/state) $(cat /sys/block/$DISK_A/ana_state)" \
+			"$(cat /sys/class/nvme/$CTRL_B/state) $(cat /sys/block/$DISK_B/ana_state)" >>"$R/paths.txt"
+		sleep 0.2
+	done
+}
+scraper() {
+	while [ ! -e /tmp/stop-scraper ]; do
+		t=$(now)
+		if timeout 10 wget -q -O /tmp/scrape.prom http://$LISTEN/metrics; then rc=0; else rc=$?; fi
+		echo "# scrape $t rc=$rc ana_b=$(cat /sys/block/$DISK_B/ana_state)" >>"$R/scrapes.txt"
+		[ $rc = 0 ] && grep -E '^nvmeof_path_' /tmp/scrape.prom >>"$R/scrapes.txt"
+		sleep 0.5
+	done
+}
+# seen_scrapes STATE N SECONDS: N timed scrapes begun after this call saw path B's ANA state
+# STATE (scrapes take seconds under TCG: the state is held until scrapes saw it).
+seen_scrapes() {
+	local from
+	from=$(wc -l <"$R/scrapes.txt")
+	deadline "$3"
+	while [ "$(tail -n +$((from + 1)) "$R/scrapes.txt" | grep -c "^# scrape .* ana_b=$1\$")" -lt "$2" ]; do
+		before_deadline || { fail "fewer than $2 scrapes saw $DISK_B $1 within $3 s"; return 1; }
+		sleep 0.2
+	done
+}
+# wait_ana STATE SECONDS: until the host sees path B's ANA state STATE.
+wait_ana() {
+	deadline "$2"
+	until [ "$(cat /sys/block/$DISK_B/ana_state)" = "$1" ]; do
+		before_deadline || { fail "$DISK_B ana_state not $1 after $2 s"; return 1; }
+		sleep 0.1
+	done
+	mark "ana_$1"
+}
+touch "$R/scrapes.txt"
+paths &
+PATHS=$!
+scraper &
+SCRAPER=$!
+run_fio io "$HEAD" "${FAULT_RUNTIME:-30}" &
+FIO=$!
+sleep 3
+mark fault
+echo inaccessible >$ANA || fail "set $ANA inaccessible"
+wait_ana inaccessible 30
+seen_scrapes inaccessible 2 40
+mark restore
+echo optimized >$ANA || fail "set $ANA optimized"
+wait_ana optimized 30
+seen_scrapes optimized 2 40
+# The ANA notice reaches the host within milliseconds, so few commands, if any, meet the
+# inaccessible port. Port 3 then loses the subsystem (nvmet disables the port; the host's
+# controller goes to error recovery, cancels what is still in flight on it and reconnects) and
+# gets it back: 0 to 4 commands failed over then in the VM runs. Last, the host
+# resets path 2's controller, which cancels the commands in flight on it (host aborted, a path
+# error): those fail over, always some with 20 ms commands.
+sleep 2
+mark unlink
+rm $P3/subsystems/$NQN || fail "unlink port 3"
+CTRL=$CTRL_B
+wait_state '!live' 20 && mark not_live
+sleep 3
+mark relink
+ln -s $CFG/subsystems/$NQN $P3/subsystems/$NQN || fail "relink port 3"
+wait_state live 60 && mark live_again
+sleep 2
+mark reset
+echo 1 >/sys/class/nvme/$CTRL_B/reset_controller || fail "reset $CTRL_B"
+wait_state live 60 && mark live_after_reset
+CTRL=$CTRL_A
+wait $FIO
+sleep 1
+touch /tmp/stop-scraper /tmp/stop-paths
+wait $SCRAPER
+wait $PATHS
+echo 0 >$T/events/nvme/nvme_complete_rq/enable
+cat $T/trace >"$R/trace.txt"
+grep -c '^# scrape' "$R/scrapes.txt" | sed 's/^/timed scrapes: /'
+echo "error completions traced: $(grep -c 'nvme_complete_rq' "$R/trace.txt")"
+scrape final
+finish
