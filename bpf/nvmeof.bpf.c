@@ -207,7 +207,7 @@ static __always_inline void on_end(struct request* rq, bool direct) {
 /* ---- target ---- */
 
 /* RDMA: the capsule's receive completion is handled: stash the time for on_init on this CPU. */
-static __always_inline void on_recv(void) { recv_stash(nv_slot(NV_RECV_SLOT)); }
+static __always_inline void on_recv(void) { recv_stash(nv_slot(nv_counters_RECV)); }
 
 static __always_inline void on_tcp_arrival(__u64 sq) {
   if (sq) arrival_stash(&nv_arrivals, sq);
@@ -218,7 +218,7 @@ static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct
   struct nvmeof_inflight e = {};
   /* Taken before the admin check: a keep-alive's receive left in the per-CPU stash would be the
    * next I/O command's on this CPU, of any transport, up to a second stale. */
-  __u64 recv = transport_stages ? recv_take(nv_slot(NV_RECV_SLOT)) : 0, now;
+  __u64 recv = transport_stages ? recv_take(nv_slot(nv_counters_RECV)) : 0, now;
   struct cmd c;
   if (!id || !sq || NVMEOF_READ(direct, sq, qid) == 0) return; /* 0: admin */
   if (transport_stages && !recv) recv = arrival_take(&nv_arrivals, as_id(sq, direct));

@@ -225,10 +225,12 @@ static __always_inline bool target_sent_hooked(void* config, __u8 trtype) {
   return cfg && trtype < 32 && (cfg->target_sent_hooked & (1U << trtype));
 }
 
-/* A per-CPU array of `count` event counters, then a scratch slot (nvmeof_as_id) and a receive
- * stash (recv_stash), with its two accessors: slot_fn(key), the slot's address, and
- * event_fn(which), +1 on a counter. The exporter's and record's objects each declare one. */
+/* A per-CPU array of `count` event counters, then a scratch slot (map##_SCRATCH, for
+ * nvmeof_as_id) and a receive stash (map##_RECV, for recv_stash), with its two accessors:
+ * slot_fn(key), the slot's address, and event_fn(which), +1 on a counter. The exporter's and
+ * record's objects each declare one. */
 #define NVMEOF_COUNTERS(map, count, slot_fn, event_fn)                                        \
+  enum { map##_SCRATCH = (count), map##_RECV = (count) + 1 };                                  \
   struct {                                                                                     \
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                                   \
     __uint(max_entries, (count) + 2);                                                          \

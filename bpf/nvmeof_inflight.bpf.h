@@ -56,9 +56,7 @@ struct {
   __type(value, struct nvmeof_path_hists);
 } nv_zero SEC(".maps");
 
-/* Event counters; then a scratch slot (see nv_as_id) and the receive stash. */
-#define NV_SCRATCH_SLOT NVMEOF_NCTR_COUNT
-#define NV_RECV_SLOT (NVMEOF_NCTR_COUNT + 1)
+/* Event counters (nvmeof_maps.h), a scratch slot (see nv_as_id) and the receive stash. */
 NVMEOF_COUNTERS(nv_counters, NVMEOF_NCTR_COUNT, nv_slot, nv_event)
 
 /* A command as each of its hooks finds it: its address (the in-flight key) and a tag that
@@ -257,7 +255,7 @@ static __u64 nv_counters_addr;
 
 /* A pointer argument as a number (nvmeof_as_id). */
 static __always_inline __u64 nv_as_id(const void* p, bool direct) {
-  return nvmeof_as_id(&nv_counters, NV_SCRATCH_SLOT, &nv_counters_addr, p, direct);
+  return nvmeof_as_id(&nv_counters, nv_counters_SCRATCH, &nv_counters_addr, p, direct);
 }
 
 static __always_inline __u8 nv_size_class(__u64 bytes) {
@@ -266,7 +264,7 @@ static __always_inline __u8 nv_size_class(__u64 bytes) {
 
 /* The request's disk as a number (direct: a plain load, then through map memory, as_id). */
 static __always_inline __u64 host_disk(struct request* rq, bool direct) {
-  return nvmeof_rq_disk(rq, direct, &nv_counters, NV_SCRATCH_SLOT, &nv_counters_addr);
+  return nvmeof_rq_disk(rq, direct, &nv_counters, nv_counters_SCRATCH, &nv_counters_addr);
 }
 
 static __always_inline void host_series(struct request* rq, bool direct, __u64 disk,

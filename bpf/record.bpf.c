@@ -150,15 +150,13 @@ struct {
   __type(value, struct nvmeof_arrival);
 } rec_arrivals SEC(".maps");
 
-/* Counters (record_maps.h), then a scratch slot (see as_id) and the target's receive stash. */
-#define SCRATCH_SLOT NVMEOF_RCTR_COUNT
-#define RECV_SLOT (NVMEOF_RCTR_COUNT + 1)
+/* Counters (record_maps.h), a scratch slot (see as_id) and the target's receive stash. */
 NVMEOF_COUNTERS(rec_counters, NVMEOF_RCTR_COUNT, slot, count_event)
 
 static __u64 rec_counters_addr; /* nvmeof_as_id */
 
 static __always_inline __u64 as_id(const void* p, bool direct) {
-  return nvmeof_as_id(&rec_counters, SCRATCH_SLOT, &rec_counters_addr, p, direct);
+  return nvmeof_as_id(&rec_counters, rec_counters_SCRATCH, &rec_counters_addr, p, direct);
 }
 
 /* Both sides compute this from the same wire fields (x86 and arm64 are little endian, as the
@@ -298,7 +296,7 @@ static __always_inline void on_setup(struct request* rq, const void* cmd, bool d
   } else if (!setup_at_entry) {
     setup_at_entry = true;
   }
-  disk = nvmeof_rq_disk(rq, direct, &rec_counters, SCRATCH_SLOT, &rec_counters_addr);
+  disk = nvmeof_rq_disk(rq, direct, &rec_counters, rec_counters_SCRATCH, &rec_counters_addr);
   if (!disk) return; /* admin and fabrics commands */
   id = as_id(rq, direct);
   if (!id) return;
@@ -347,7 +345,7 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   __u32 op;
   bool wire = false;
   __u8 trtype;
-  disk = nvmeof_rq_disk(rq, direct, &rec_counters, SCRATCH_SLOT, &rec_counters_addr);
+  disk = nvmeof_rq_disk(rq, direct, &rec_counters, rec_counters_SCRATCH, &rec_counters_addr);
   if (!disk) return;
   id = as_id(rq, direct);
   nreq = (struct nvme_request___rec*)(id + bpf_core_type_size(struct request));
@@ -423,7 +421,7 @@ static __always_inline void on_end(struct request* rq, bool direct) {
 /* ---- target ---- */
 
 /* The capsule's receive processing starts: stash the time for on_init on this CPU. */
-static __always_inline void on_recv(void) { recv_stash(slot(RECV_SLOT)); }
+static __always_inline void on_recv(void) { recv_stash(slot(rec_counters_RECV)); }
 
 static __always_inline void on_tcp_arrival(__u64 sq) {
   if (sq) arrival_stash(&rec_arrivals, sq);
@@ -433,7 +431,7 @@ static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct
                                     bool direct) {
   struct rec_inflight e = {};
   struct nvmeof_wire w = {};
-  __u64 recv = recv_take(slot(RECV_SLOT)), now;
+  __u64 recv = recv_take(slot(rec_counters_RECV)), now;
   __u16 qid;
   if (!id || !sq) return;
   qid = NVMEOF_READ(direct, sq, qid);

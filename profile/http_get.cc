@@ -70,6 +70,62 @@ std::string UrlPart(CURLU* url, CURLUPart part, unsigned flags = 0) {
   return raw;
 }
 
+// What a failed curl_easy_perform means, naming the step: connect, TLS handshake, send, read.
+std::string DescribeFailure(CURL* curl, CURLcode rc, const char* error_buffer, bool too_large,
+                            const std::string& where, bool tls) {
+  const std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+      return "resolve " + where + ": " + detail;
+    case CURLE_COULDNT_CONNECT: {
+      long os_errno = 0;
+      curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+      return "cannot connect to " + where + ": " + (os_errno ? ErrnoText(os_errno) : detail);
+    }
+    case CURLE_OPERATION_TIMEDOUT: {
+      // The step that ran out of time. Before the request went out (no pretransfer time), a
+      // connection that was made (counted once its TCP connect is done) hung in TLS.
+      long new_connections = 0;
+      curl_off_t pretransfer_us = 0;
+      curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &new_connections);
+      curl_easy_getinfo(curl, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+      if (pretransfer_us > 0) {
+        return "read response from " + where + ": " + detail;
+      } else if (tls && new_connections > 0) {
+        return "TLS handshake with " + where + ": " + detail;
+      } else {
+        return "cannot connect to " + where + ": " + detail;
+      }
+    }
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_ISSUER_ERROR:
+      return "TLS handshake with " + where + ": " + detail;
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CRL_BADFILE:
+      return "TLS: " + detail;
+    case CURLE_WRITE_ERROR:
+    case CURLE_FILESIZE_EXCEEDED:
+      return too_large || rc == CURLE_FILESIZE_EXCEEDED
+                   ? std::string("response larger than ") + kMaxBodyText
+                   : "read response from " + where + ": " + detail;
+    case CURLE_SEND_ERROR:
+      return "send request to " + where + ": " + detail;
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return "read response from " + where + ": " + detail;
+    default:
+      return "GET " + where + ": " + detail;
+  }
+}
+
 }  // namespace
 
 struct HttpClient::State {
@@ -216,65 +272,7 @@ bool HttpClient::Get(const std::string& url, std::string* body, std::string* err
   s.body = nullptr;
   if (rc != CURLE_OK) {
     body->clear();
-    const std::string detail = s.error_buffer[0] ? s.error_buffer : curl_easy_strerror(rc);
-    switch (rc) {
-      case CURLE_COULDNT_RESOLVE_HOST:
-        *error = "resolve " + where + ": " + detail;
-        break;
-      case CURLE_COULDNT_CONNECT: {
-        long os_errno = 0;
-        curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
-        *error = "cannot connect to " + where + ": " + (os_errno ? ErrnoText(os_errno) : detail);
-        break;
-      }
-      case CURLE_OPERATION_TIMEDOUT: {
-        // The step that ran out of time. Before the request went out (no pretransfer time), a
-        // connection that was made (counted once its TCP connect is done) hung in TLS.
-        long new_connections = 0;
-        curl_off_t pretransfer_us = 0;
-        curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &new_connections);
-        curl_easy_getinfo(curl, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-        if (pretransfer_us > 0) {
-          *error = "read response from " + where + ": " + detail;
-        } else if (tls && new_connections > 0) {
-          *error = "TLS handshake with " + where + ": " + detail;
-        } else {
-          *error = "cannot connect to " + where + ": " + detail;
-        }
-        break;
-      }
-      case CURLE_SSL_CONNECT_ERROR:
-      case CURLE_PEER_FAILED_VERIFICATION:
-      case CURLE_SSL_CIPHER:
-      case CURLE_SSL_ISSUER_ERROR:
-        *error = "TLS handshake with " + where + ": " + detail;
-        break;
-      case CURLE_SSL_CACERT_BADFILE:
-      case CURLE_SSL_CERTPROBLEM:
-      case CURLE_SSL_CRL_BADFILE:
-        *error = "TLS: " + detail;
-        break;
-      case CURLE_WRITE_ERROR:
-      case CURLE_FILESIZE_EXCEEDED:
-        *error = s.too_large || rc == CURLE_FILESIZE_EXCEEDED
-                     ? std::string("response larger than ") + kMaxBodyText
-                     : "read response from " + where + ": " + detail;
-        break;
-      case CURLE_SEND_ERROR:
-        *error = "send request to " + where + ": " + detail;
-        break;
-      case CURLE_RECV_ERROR:
-      case CURLE_GOT_NOTHING:
-      case CURLE_PARTIAL_FILE:
-      case CURLE_WEIRD_SERVER_REPLY:
-      case CURLE_BAD_CONTENT_ENCODING:
-      case CURLE_HTTP2:
-      case CURLE_HTTP2_STREAM:
-        *error = "read response from " + where + ": " + detail;
-        break;
-      default:
-        *error = "GET " + where + ": " + detail;
-    }
+    *error = DescribeFailure(curl, rc, s.error_buffer, s.too_large, where, tls);
     return false;
   }
   long status = 0;

@@ -197,6 +197,8 @@ std::optional<std::vector<TextFamily>> ParseText(std::string_view text, std::str
 
 namespace {
 
+// Reference copy, on purpose: the oracle the writer under test is compared with must not share
+// its code (exporter/text_exposition.cc has the same table).
 const char* TypeName(MetricType t) {
   switch (t) {
     case MetricType::Counter:
@@ -390,6 +392,8 @@ std::string ComparePbMetric(MetricType type, const prometheus::ClientMetric& m,
   return "";
 }
 
+// Reference copy, on purpose: the libprotobuf oracle's own mapping, not the hand-written
+// writer's (exporter/protobuf_exposition.cc has the same table).
 pb::MetricType PbType(MetricType t) {
   switch (t) {
     case MetricType::Counter:
