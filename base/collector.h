@@ -18,6 +18,9 @@ struct Paths {
   std::string sysfs = "/sys";
   std::string procfs = "/proc";
   std::string configfs = "/sys/kernel/config";
+  // The host's / (--path.rootfs): where host paths that are no kernel filesystem are read, e.g.
+  // the kubelet root. "/host" in a container that mounts the host's directories there.
+  std::string rootfs = "/";
 };
 
 // include/exclude by regular expression (ECMAScript, full match). Empty include admits all.

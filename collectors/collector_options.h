@@ -3,6 +3,7 @@
 #pragma once
 
 #include "base/collector.h"
+#include "collectors/kubernetes.h"
 #include "collectors/nvme_host.h"
 #include "collectors/nvmet.h"
 #include "collectors/pfc.h"
@@ -24,6 +25,7 @@ struct CollectorOptions {
   BpfOptions bpf;
   RdmaNetlinkOptions rdma_netlink;
   TcpOptions tcp;
+  KubernetesOptions kubernetes;
 };
 
 }  // namespace nvmeof

@@ -1,5 +1,6 @@
 #include "collectors/registry.h"
 #include "collectors/bpf.h"
+#include "collectors/kubernetes.h"
 #include "collectors/nvme_host.h"
 #include "collectors/nvmet.h"
 #include "collectors/pfc.h"
@@ -38,6 +39,13 @@ const std::vector<CollectorInfo>& AllCollectors() {
        "eBPF stage latency: block layer (queue, device, end to end) and NVMe-oF host and target "
        "stages",
        NewBpfCollector, ParseSection<BpfOptions, &CollectorOptions::bpf, ParseBpfOptions>},
+      // Serves nothing on a node without a kubelet directory: on by default costs others one
+      // stat per scrape.
+      {"kubernetes", true,
+       "Pod and PersistentVolume of each CSI volume on an NVMe namespace (mountinfo, kubelet "
+       "directories)",
+       NewKubernetesCollector,
+       ParseSection<KubernetesOptions, &CollectorOptions::kubernetes, ParseKubernetesOptions>},
       // Off by default: its port statistics are the hw_counters the rdma collector serves, and
       // no shipped panel, rule or alert reads its resources or per-QP series (docs/fleet.md).
       {"rdma_netlink", false,

@@ -679,6 +679,10 @@ def fleet():
                   "and subsystems to look at first; the other dashboards then show one node.",
                   ["nvmeof", "fleet"])
     d.fleet_vars()
+    # Kubernetes pods with NVMe-oF volumes (deploy/prometheus/nvmeof-kubernetes.rules.yml, with
+    # kube-state-metrics): the recorded p99 by pod names no job or instance, so only this
+    # variable filters it. Empty (no pods listed) where that rule file is not loaded.
+    d.var("pod", "Pod (Kubernetes)", "label_values(pod:nvmeof_command_latency_seconds:p99_5m, pod)")
     J = 'job=~"$job"'
     d.row("Worst first")
     d.panel("table", "Worst nodes by stage p99", "Per role, transport and stage, the 10 nodes "
@@ -717,6 +721,16 @@ def fleet():
              (f'nqn:nvmeof_network_estimate_seconds:mean5m{{{J}}} and on (nqn, transport, op) '
               f'instance_nqn:nvmeof_network_estimate_seconds:mean5m{{{J}, instance=~"$instance"}}',
               "fleet mean {{nqn}} {{op}}")], w=12)
+    d.row("Kubernetes pods")
+    d.panel("timeseries", "End-to-end p99 by pod",
+            "Per Kubernetes pod with NVMe-oF volumes (nvmeof_kubernetes_volume_info joined with "
+            "kube-state-metrics' kube_pod_info, recording rule "
+            "pod:nvmeof_command_latency_seconds:p99_5m): the worst host end-to-end p99 (any op) "
+            "of the controllers behind the pod's disks, the 20 worst of the selected pods. Empty "
+            "without deploy/prometheus/nvmeof-kubernetes.rules.yml and kube-state-metrics "
+            "(docs/operating.md \"On Kubernetes\").", "s",
+            [('topk(20, pod:nvmeof_command_latency_seconds:p99_5m{pod=~"$pod"})',
+              "{{namespace}}/{{pod}}")], w=24)
     return d
 
 

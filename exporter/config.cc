@@ -42,6 +42,8 @@ const std::vector<FlagSpec>& ExporterFlags() {
         {"path.sysfs", FlagSpec::kValue, "sysfs mount point. Default /sys."},
         {"path.procfs", FlagSpec::kValue, "procfs mount point. Default /proc."},
         {"path.configfs", FlagSpec::kValue, "configfs mount point. Default /sys/kernel/config."},
+        {"path.rootfs", FlagSpec::kValue,
+         "The host's / (host paths such as the kubelet root are read under it). Default /."},
     };
     f.insert(f.end(), BpfFlags().begin(), BpfFlags().end());  // loader/bpf_options.h
     f.insert(f.end(),
@@ -248,7 +250,7 @@ bool ParseOptions(int argc, const char* const* argv, Options* options, std::stri
   auto& paths = options->collector.paths;
   for (auto [flag, dst] :
        {std::pair{"path.sysfs", &paths.sysfs}, std::pair{"path.procfs", &paths.procfs},
-        std::pair{"path.configfs", &paths.configfs}}) {
+        std::pair{"path.configfs", &paths.configfs}, std::pair{"path.rootfs", &paths.rootfs}}) {
     if (auto v = get(flag)) {
       // Only roots given explicitly must exist: configfs is often not mounted at all.
       if (!CheckRoot(flag, *v, error)) return false;

@@ -50,8 +50,15 @@ bool ParseLine(std::string_view line, std::string_view prefix, MountEntry* e, bo
   // Separator, then fs type and source (super options may be absent on odd input: not needed).
   if (sep + 2 >= n || f[3].empty() || f[4].empty()) return false;
   if (!ParseMajorMinor(f[2], &e->major, &e->minor)) return false;
-  e->mount_point = UnescapeMountPath(f[4]);
-  *wanted = e->mount_point.starts_with(prefix);
+  // Most mount points hold no escape: compare the raw field, and build the string only for
+  // the mounts wanted (most of a node's table is not).
+  if (f[4].find('\\') == std::string_view::npos) {
+    *wanted = f[4].starts_with(prefix);
+    if (*wanted) e->mount_point = std::string(f[4]);
+  } else {
+    e->mount_point = UnescapeMountPath(f[4]);
+    *wanted = e->mount_point.starts_with(prefix);
+  }
   if (!*wanted) return true;
   e->root = UnescapeMountPath(f[3]);
   e->fs_type = std::string(f[sep + 1]);

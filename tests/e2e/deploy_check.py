@@ -141,6 +141,8 @@ def cmd_k8s(manifest, image_script, unit):
         (r"drop:\s*\[\s*ALL\s*\]", "capabilities drop [ALL]"),
         (r"automountServiceAccountToken:\s*false", "no service account token"),
         (r"readOnly:\s*true", "read-only host mounts"),
+        (r"mountPath:\s*/host/var/lib/kubelet\s*\n\s*readOnly:\s*true\s*\n\s*"
+         r"mountPropagation:\s*HostToContainer", "the kubelet root read-only, HostToContainer"),
     ]:
         if not re.search(needle, text):
             problems.append(f"{manifest}: missing {why}")

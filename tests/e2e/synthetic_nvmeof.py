@@ -35,7 +35,7 @@ schema-3 histograms to a scraper that asks for protobuf (Prometheus with
 python3 stdlib only. Usage:
   synthetic_nvmeof.py --end EPOCH --out FILE --host-instance H --target-instance T
       [--job nvmeof] [--topology METRICS_TEXT] [--with-bpf] [--stage-detail D]
-      [--vm-replay SCRAPE(.gz) --vm-instance I]
+      [--vm-replay SCRAPE(.gz) --vm-instance I] [--kubernetes]
   synthetic_nvmeof.py --serve --vm-replay SCRAPE(.gz)
 --topology: an exporter /metrics text whose nvmeof_namespace_info and nvmeof_controller_info
 series are copied to the host instance (the host's controllers and their NQNs: what the
@@ -47,6 +47,10 @@ reconnecting controller, a refused Connect and a keep-alive expiry, for the "Con
 and the connection alerts.
 --with-bpf: also emit eBPF self-metrics and block-layer histograms for the host instance (only
 used when the exporter under test was built without the bpf collector).
+--kubernetes: SYNTHETIC too, the host as a Kubernetes node (emit_kubernetes): its paths
+(nvmeof_path_info), two pods' volumes on its namespaces (nvmeof_kubernetes_volume_info, one
+through the head, one through a path) and kube-state-metrics' kube_pod_info of those pods, for
+pod:nvmeof_command_latency_seconds:p99_5m (nvmeof-kubernetes.rules.yml) and its panel.
 """
 import argparse
 import gzip
@@ -293,6 +297,8 @@ def main():
     ap.add_argument("--operator-labels", action="store_true",
                     help="add the target labels the Prometheus Operator adds (namespace, pod, "
                          "service, endpoint), as test_dashboards_prometheus.sh's scrape does")
+    ap.add_argument("--kubernetes", action="store_true",
+                    help="the host as a Kubernetes node: paths, pod volumes, kube_pod_info")
     args = ap.parse_args()
     if args.serve:
         return serve(args.vm_replay)
@@ -322,6 +328,8 @@ def main():
             gauge_family(out, family, r, ts)
     disks = backing_disks(out, inst[1], args.end, ts)
     emit_lifecycle(out, inst[0], inst[1], args.end, ts)
+    if args.kubernetes:
+        emit_kubernetes(out, inst[0], ts)
     if args.with_bpf:
         emit_bpf(out, inst[0], args, ts, disks)
     else:
@@ -373,6 +381,33 @@ def emit_lifecycle(out, host, target, end, ts):
     gauge_family(out, "nvmeof_target_controllers", [
         (dict(target, nqn=ssd, hostnqn="nqn.2014-08.org.nvmexpress:uuid:host-a"), 1),
         (dict(target, nqn=nul, hostnqn="nqn.2014-08.org.nvmexpress:uuid:host-a"), 1)], ts)
+
+
+# The host's pods (--kubernetes): (disk, PV, pod uid, mode, namespace, pod). nvme0n1 is a
+# namespace head (filesystem volume); nvme1c1n1 a path of nvme1n1 (raw block volume), as the
+# kubernetes collector names them (docs/metrics.md "kubernetes").
+K8S_VOLUMES = [
+    ("nvme0n1", "pvc-0b3c1d7e-4a51-4f0e-9a43-6f1e2d3c4b5a", "4c0e1a2b-3d4e-4f50-8617-28394a5b6c7d",
+     "filesystem", "databases", "postgres-0"),
+    ("nvme1c1n1", "pvc-9f8e7d6c-5b4a-4392-8170-a1b2c3d4e5f6", "d1e2f3a4-b5c6-4d7e-8f90-0a1b2c3d4e5f",
+     "block", "cache", "redis-0"),
+]
+
+
+def emit_kubernetes(out, host, ts):
+    """The host as a Kubernetes node: its paths, its pods' volumes, and kube-state-metrics'
+    kube_pod_info (its own job and instance; namespace and pod are the pod's)."""
+    gauge_family(out, "nvmeof_path_info", [
+        (dict(host, controller=ctrl, nvme_namespace=dev, path="%sc%sn1" % (ctrl, ctrl[4:])), 1)
+        for dev, ctrl, *_ in HOST_DEVICES], ts)
+    gauge_family(out, "nvmeof_kubernetes_volume_info", [
+        (dict(host, disk=disk, persistentvolume=pv, uid=uid, volume_mode=mode,
+              csi_driver="nvme.csi.example.com"), 1)
+        for disk, pv, uid, mode, _, _ in K8S_VOLUMES], ts)
+    ksm = {"job": "kube-state-metrics", "instance": "kube-state-metrics:8080"}
+    gauge_family(out, "kube_pod_info", [
+        (dict(ksm, namespace=ns, pod=pod, uid=uid, node=host["instance"].split(":")[0]), 1)
+        for _, _, uid, _, ns, pod in K8S_VOLUMES], ts)
 
 
 def replay(out, args, ts):

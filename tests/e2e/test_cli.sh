@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command line (collectors/base/flags.h) for the exporter and every subcommand:
+# One command line (base/flags.h) for the exporter and every subcommand:
 # - `--help` and `-h` print usage on stdout, nothing on stderr, exit 0, for the exporter, probe,
 #   record, report and top; the exporter's lists every subcommand;
 # - every flag a --help documents is run with one bad value (or none): exit 2, nothing on
@@ -41,6 +41,7 @@ declare -A BAD=(
   [web.max-requests]=0 [web.max-connections]=1 [web.connection-timeout]=0
   [web.scrape-timeout]=0 [config.file]=/nonexistent.yml [config.check]=maybe
   [path.sysfs]=/nonexistent [path.procfs]=/nonexistent [path.configfs]=/nonexistent
+  [path.rootfs]=/nonexistent
   [bpf.mechanism]=uprobe [bpf.btf-path]=/nonexistent [log.level]=loud [version]=maybe
   [bpf.transport-stages]=maybe
   [help]=maybe

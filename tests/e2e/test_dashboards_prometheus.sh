@@ -15,7 +15,8 @@
 # - SYNTHETIC (clearly a stand-in): a host/target history (raw samples a week ago, a day ago
 #   and now) with a drive that degraded 20 minutes ago and a weekly batch job, for the
 #   latency-regression alerts, and a network estimate of known size, which one VM run cannot
-#   show; backfilled the same way. If the exporter was built without the bpf collector, its eBPF
+#   show; the host as a Kubernetes node (two pods' volumes on its namespaces, kube-state-metrics'
+#   kube_pod_info) for the p99 by pod; backfilled the same way. If the exporter was built without the bpf collector, its eBPF
 #   and block-layer series are backfilled too (and the test says so).
 # - RECORDED HISTORY: the regression alerts read recorded p99s a day and a week back, which a
 #   new server lacks (they are silent: checked first). The test then runs docs/fleet.md's
@@ -46,13 +47,13 @@ else
   start_exporter fixture "${FX_FLAGS[@]}"
 fi
 FX_TARGET=127.0.0.1:$PORT
-TARGETS="\"$FX_TARGET\""
+TARGETS=$FX_TARGET  # prom_job's comma-separated TARGETS
 LIVE_TARGET=
 if [ $HAVE_BPF = 1 ]; then
   printf 'bpf:\n  enable_stats: true\n' >"$WORK/live.yml"
   start_exporter live --config.file="$WORK/live.yml"
   LIVE_TARGET=127.0.0.1:$PORT
-  TARGETS="$TARGETS, \"$LIVE_TARGET\""
+  TARGETS="$TARGETS,$LIVE_TARGET"
   # Direct I/O on the disk under $WORK so the block-layer histograms move.
   (while :; do
     dd if=/dev/zero of="$WORK/io" bs=4k count=256 oflag=direct conv=notrunc 2>/dev/null
@@ -65,6 +66,7 @@ else
     "block-layer series are SYNTHETIC (backfilled) in this run"
 fi
 curl -fsS "http://$FX_TARGET/metrics" >"$WORK/fixture.prom" || fail "fixture exporter does not answer"
+check_series "$WORK/fixture.prom"
 
 # --- the configuration of the Prometheus under test: the shipped rules, evaluated every second
 # here (30 s and 1 m in the files)
@@ -72,24 +74,22 @@ mkdir -p "$WORK/rules"
 for f in "$REPO"/deploy/prometheus/*.rules.yml; do
   sed -E 's/^(\s+interval:).*/\1 1s/' "$f" >"$WORK/rules/$(basename "$f")"
 done
-cat >"$WORK/prometheus.yml" <<YAML
-global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: ["$WORK/rules/*.rules.yml"]
-scrape_configs:
-  - job_name: nvmeof
-    static_configs: [{targets: [$TARGETS]}]
-    # What the Prometheus Operator adds to every series of a ServiceMonitor target (the
-    # backfill gets the same from synthetic_nvmeof.py --operator-labels): rules and panels must
-    # keep working, and no exporter label may collide with these.
-    relabel_configs:
-      - {target_label: namespace, replacement: monitoring}
-      - {target_label: service, replacement: nvmeof-exporter}
-      - {target_label: endpoint, replacement: metrics}
-      - {source_labels: [__address__], regex: '([^:]+):.*', target_label: pod, replacement: 'nvmeof-exporter-\$1'}
-      # The fabric the node belongs to (deploy/prometheus/prometheus.yml): the fabric rules of
-      # nvmeof-connections.rules.yml compare only series that carry one.
-      - {target_label: fabric, replacement: roce-a}
+# What the Prometheus Operator adds to every series of a ServiceMonitor target (the backfill gets
+# the same from synthetic_nvmeof.py --operator-labels): rules and panels must keep working, and no
+# exporter label may collide with these.
+OPERATOR_RELABEL=$(cat <<'YAML'
+relabel_configs:
+  - {target_label: namespace, replacement: monitoring}
+  - {target_label: service, replacement: nvmeof-exporter}
+  - {target_label: endpoint, replacement: metrics}
+  - {source_labels: [__address__], regex: '([^:]+):.*', target_label: pod, replacement: 'nvmeof-exporter-$1'}
+  # The fabric the node belongs to (deploy/prometheus/prometheus.yml): the fabric rules of
+  # nvmeof-connections.rules.yml compare only series that carry one.
+  - {target_label: fabric, replacement: roce-a}
 YAML
+)
+prom_config "$WORK/prometheus.yml" 1s nvmeof "$TARGETS" "$OPERATOR_RELABEL"
+prom_rules "$WORK/prometheus.yml" "$WORK/rules/*.rules.yml"
 
 # query EXPR [TIME]: prints "value" lines of an instant query.
 query() {
@@ -172,7 +172,7 @@ check_version() {
   local SYN_FLAGS=(--end "$T_END" --out "$WORK/synthetic.om" --host-instance vm-host:10420
     --target-instance vm-target:10420 --topology "$WORK/fixture.prom"
     --vm-replay "$FIXTURES/vm-stages/metrics-6.12-fentry.prom.gz" --vm-instance vm-stages:10420
-    --operator-labels)
+    --operator-labels --kubernetes)
   [ $HAVE_BPF = 1 ] || SYN_FLAGS+=(--with-bpf)
   python3 "$E2E_DIR/synthetic_nvmeof.py" "${SYN_FLAGS[@]}"
   promtool tsdb create-blocks-from openmetrics "$WORK/synthetic.om" "$WORK/tsdb" >"$WORK/backfill.log" 2>&1 ||
@@ -277,6 +277,9 @@ check_version() {
     # the counter now minus 5 minutes ago: nothing before a series is 5 minutes old (seconds
     # here; its promtool tests cover it)
     --expect-empty RdmaTransportRetryExceeded
+    # no multipath failovers in these data (its promtool tests cover it; the VM scenario
+    # multipath counts real ones)
+    --expect-empty NvmeofNamespaceFailingOver
   )
   # This Prometheus stores classic buckets (no native-histogram flag); every panel and rule must
   # answer from them (test_native_histograms.sh does the same with native histograms).

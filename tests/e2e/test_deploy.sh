@@ -72,7 +72,7 @@ privilege_runs() {
     } >"$WORK/$name"
     chmod 755 "$WORK/$name"
   }
-  scrape() { curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/scrape.prom"; }
+  scrape() { curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/scrape.prom" && check_series "$WORK/scrape.prom"; }
   collectors_ok() {  # every collector reported success
     local bad
     bad=$(grep '^nvmeof_exporter_collector_success' "$WORK/scrape.prom" | grep -v ' 1$' || true)
@@ -200,7 +200,7 @@ fi
 # --- Kubernetes: manifests consistent with the unit, and the image's privilege model
 ARGS=$(python3 "$CHECK" k8s "$REPO/deploy/kubernetes/nvmeof-exporter.yaml" \
   "$REPO/deploy/build-image.sh" "$UNIT") || fail "Kubernetes manifest checks"
-mapfile -t K8S_ARGS < <(sed "s#=/host/sys#=$FIXTURES/sysfs#; s#$FIXTURES/sysfs/kernel/config#$FIXTURES/configfs#" <<<"$ARGS")
+mapfile -t K8S_ARGS < <(sed "s#=/host/sys#=$FIXTURES/sysfs#; s#$FIXTURES/sysfs/kernel/config#$FIXTURES/configfs#; s#^--path.rootfs=/host\$#--path.rootfs=$FIXTURES/kubernetes/rootfs#" <<<"$ARGS")
 "$EXPORTER" "${K8S_ARGS[@]}" --config.check >"$WORK/k8s-args.log" 2>&1 ||
   fail "DaemonSet args rejected: $(cat "$WORK/k8s-args.log")"
 pass "DaemonSet: non-root, read-only root, drops ALL, adds only the unit's capabilities; args valid"

@@ -33,10 +33,7 @@
 # 79 s); with fleet_check.py 146 s at load 8-11 (59 s, 74 s), 98 s at load 3-4 (50 s, 43 s).
 # The dashboards evaluation (dashboards_check.py, about 30 s) is now the slowest part.
 source "$(dirname "$0")/lib.sh"
-skip() { echo "skip: $*"; exit 77; }  # ctest: SKIP_RETURN_CODE 77
-for tool in python3 curl; do
-  command -v $tool >/dev/null || skip "$tool not installed"
-done
+require python3 curl
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 N=20
 T_START=$(date +%s)
@@ -97,75 +94,43 @@ for f in "$REPO"/deploy/prometheus/*.rules.yml; do
   sed -E 's/^(\s+interval:).*/\1 2s/; s/offset 1d/offset 10s/g; s/offset 1w/offset 20s/g; s/\[10m\]/[10s]/g' \
     "$f" >"$WORK/rules/$(basename "$f")"
 done
-cat >"$WORK/central.yml" <<YAML
-global: {evaluation_interval: 2s}
-rule_files: ["$WORK/rules/*.rules.yml"]
-YAML
+prom_config "$WORK/central.yml" "evaluation_interval: 2s"
+prom_rules "$WORK/central.yml" "$WORK/rules/*.rules.yml"
 start_prometheus central --web.enable-remote-write-receiver $(prom_native_flags)
 CP=$PROM_PORT
 CENTRAL=http://127.0.0.1:$CP
 
 # --- agent: scrapes the fleet, remote-writes to central (docs/fleet.md "Agent and remote write")
-cat >"$WORK/agent.yml" <<YAML
-global: {scrape_interval: 3s, scrape_timeout: 3s}
-scrape_configs:
-  - job_name: nvmeof
-    static_configs: [{targets: [$NODES]}]
-    relabel_configs:  # one fleet_server.py, N nodes: the node goes in the URL, its name in instance
-      - {source_labels: [__address__], target_label: __param_node}
-      - {source_labels: [__address__], target_label: instance}
-      - {target_label: __address__, replacement: "127.0.0.1:$FP"}
-    metric_relabel_configs:  # families no shipped dashboard or rule reads
-      - source_labels: [__name__]
-        regex: '$DROP'
-        action: drop
-  - job_name: node  # the reference nodes: text bodies, whatever the agent asks for
-    static_configs: [{targets: [r00000, r00001]}]
-    relabel_configs:
-      - {source_labels: [__address__], target_label: __param_node}
-      - {source_labels: [__address__], target_label: instance}
-      - {target_label: __address__, replacement: "127.0.0.1:$FP"}
-remote_write:
-  - url: $CENTRAL/api/v1/write
-    send_native_histograms: true
-    queue_config: {batch_send_deadline: 1s}
-YAML
+# One fleet_server.py, N nodes: the node goes in the URL, its name in instance (prom_fleet_relabel).
+prom_config "$WORK/agent.yml" "scrape_interval: 3s, scrape_timeout: 3s" nvmeof "$NODES" \
+  "$(prom_fleet_relabel "$FP")" \
+  "metric_relabel_configs:  # families no shipped dashboard or rule reads
+  - source_labels: [__name__]
+    regex: '$DROP'
+    action: drop"
+# The reference nodes: text bodies, whatever the agent asks for.
+prom_job "$WORK/agent.yml" node r00000,r00001 "$(prom_fleet_relabel "$FP")"
+prom_remote_write "$WORK/agent.yml" "$CENTRAL/api/v1/write" "queue_config: {batch_send_deadline: 1s}"
 start_prometheus agent $(prom_agent_flags) $(prom_native_flags) --storage.remote.flush-deadline=1s
 AP=$PROM_PORT
 AGENT=http://127.0.0.1:$AP
 
 # --- global: federates the fleet rules' series from central
 MATCH='{__name__=~"nqn:nvmeof_.+|transport:nvmeof_.+|stage:nvmeof_.+"}'
-cat >"$WORK/global.yml" <<YAML
-scrape_configs:
-  - job_name: federate-nvmeof
-    scrape_interval: 2s
-    honor_labels: true
-    metrics_path: /federate
-    params:
-      'match[]': ['$MATCH']
-    static_configs: [{targets: ["127.0.0.1:$CP"]}]
-YAML
+prom_config "$WORK/global.yml" "" federate-nvmeof "127.0.0.1:$CP" "scrape_interval: 2s" \
+  "honor_labels: true" "metrics_path: /federate" "params:
+  'match[]': ['$MATCH']"
 start_prometheus global
 GP=$PROM_PORT
 GLOBAL=http://127.0.0.1:$GP
 # --- thin: a text scrape of two nodes with docs/fleet.md's every-other-bucket relabeling
 THIN_LE='1\.52587890625e-05|6\.103515625e-05|0\.000244140625|0\.0009765625|0\.00390625|0\.015625|0\.0625|0\.25'
-cat >"$WORK/thin.yml" <<YAML
-scrape_configs:
-  - job_name: nvmeof
-    scrape_interval: 3s
-    scrape_timeout: 3s
-    static_configs: [{targets: [h00000, t00002]}]
-    relabel_configs:
-      - {source_labels: [__address__], target_label: __param_node}
-      - {source_labels: [__address__], target_label: instance}
-      - {target_label: __address__, replacement: "127.0.0.1:$FP"}
-    metric_relabel_configs:  # every other classic bucket (text scrapes only)
-      - source_labels: [__name__, le]
-        regex: 'nvmeof_.+_bucket;($THIN_LE)'
-        action: drop
-YAML
+prom_config "$WORK/thin.yml" "" nvmeof h00000,t00002 "scrape_interval: 3s" "scrape_timeout: 3s" \
+  "$(prom_fleet_relabel "$FP")" \
+  "metric_relabel_configs:  # every other classic bucket (text scrapes only)
+  - source_labels: [__name__, le]
+    regex: 'nvmeof_.+_bucket;($THIN_LE)'
+    action: drop"
 start_prometheus thin
 TP=$PROM_PORT
 THIN=http://127.0.0.1:$TP
@@ -185,7 +150,8 @@ python3 "$E2E_DIR/fleet_check.py" rules "$CENTRAL" "$WORK" "$T_START" || fail "r
 
 # --- dashboards on central: every panel, variable and rule reading NVMe-oF or block latency,
 # IOPS or the fleet rules (the fleet replays no TCP or eBPF self-metrics: those panels are
-# test_dashboards_prometheus.sh's). Classic-bucket rules are empty on a native server.
+# test_dashboards_prometheus.sh's). Classic-bucket rules are empty on a native server, and the
+# per-pod rule without kube-state-metrics.
 ONLY='latency_seconds|network_estimate|target_residence|network_and_target|nvmeof_commands|nqn:|transport:|stage:'
 while [ $(($(date +%s) - T_START)) -lt 40 ]; do sleep 1; done  # the alerts' 20 s "week" + 10 s window
 # b00003: a node that is both host and target, so the single-instance panels of both roles apply.
@@ -195,6 +161,7 @@ python3 "$E2E_DIR/dashboards_check.py" eval --prom "$CENTRAL" --time "$(date +%s
   --expect-empty instance:nvmeof_stage_latency_seconds_bucket:rate5m \
   --expect-empty instance:nvmeof_block_latency_seconds_bucket:rate5m \
   --expect-empty instance:nvmeof_block_stage_latency_seconds_bucket:rate5m \
+  --expect-empty pod:nvmeof_command_latency_seconds:p99_5m \
   "$REPO/dashboards" >"$WORK/eval.log" 2>&1 ||
   fail "dashboards/rules on central: $(grep FAIL "$WORK/eval.log" | head -5)"
 pass "dashboards on central: $(tail -n 1 "$WORK/eval.log" | cut -d';' -f1) ($(($(date +%s) - T_START)) s)"

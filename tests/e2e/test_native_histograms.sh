@@ -25,11 +25,8 @@
 #    classic only, since promtool 2.42 has no native input series).
 source "$(dirname "$0")/lib.sh"
 
-skip() { echo "skip: $*"; exit 77; }  # ctest: SKIP_RETURN_CODE 77
 [ "$(id -u)" = 0 ] || skip "needs root"
-for tool in fio losetup python3 curl; do
-  command -v $tool >/dev/null || skip "$tool not installed"
-done
+require fio losetup python3 curl
 [ -e /dev/loop-control ] || skip "no loop devices"
 "$EXPORTER" probe >"$WORK/probe.txt" 2>&1 || skip "BPF cannot attach here: $(grep -m1 '^bpf:' "$WORK/probe.txt")"
 
@@ -88,19 +85,11 @@ done
 # Two Prometheus servers: native (flag on) and classic (flag off).
 prom() {  # prom NAME [flags]: sets PROM_PORT; the native one also scrapes the fine exporter
   local name=$1; shift
-  cat >"$WORK/$name.yml" <<YAML
-global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: ["$WORK/rules/*.rules.yml"]
-scrape_configs:
-  - job_name: nvmeof
-    static_configs: [{targets: ["127.0.0.1:$P_EXP"]}]
-  - job_name: nvmeof-vm  # a Python server: leave it time on a loaded machine
-    scrape_interval: 2s
-    scrape_timeout: 2s
-    static_configs: [{targets: ["127.0.0.1:$P_VM"]}]
-YAML
-  [ "$name" = native ] && printf '  - job_name: fine\n    static_configs: [{targets: ["127.0.0.1:%s"]}]\n' \
-    "$P_FINE" >>"$WORK/$name.yml"
+  prom_config "$WORK/$name.yml" 1s nvmeof "127.0.0.1:$P_EXP"
+  # nvmeof-vm: a Python server: leave it time on a loaded machine.
+  prom_job "$WORK/$name.yml" nvmeof-vm "127.0.0.1:$P_VM" "scrape_interval: 2s" "scrape_timeout: 2s"
+  [ "$name" = native ] && prom_job "$WORK/$name.yml" fine "127.0.0.1:$P_FINE"
+  prom_rules "$WORK/$name.yml" "$WORK/rules/*.rules.yml"
   start_prometheus "$name" "$@"
 }
 native_checks() {
@@ -164,7 +153,8 @@ ONLY='latency_seconds|network_estimate|target_residence|network_and_target'
 CLASSIC_RULES=(instance:nvmeof_command_latency_seconds_bucket:rate5m instance:nvmeof_stage_latency_seconds_bucket:rate5m)
 # The drive-time join is empty on both: the replayed VM scrape has no target namespace info
 # (device_path) nor the backing disk's block stages (test_dashboards_prometheus.sh has them).
-NO_DRIVE=(--expect-empty nqn:nvmeof_target_drive_seconds:mean5m)
+NO_DRIVE=(--expect-empty nqn:nvmeof_target_drive_seconds:mean5m
+  --expect-empty pod:nvmeof_command_latency_seconds:p99_5m)  # no kube-state-metrics here
 # job "fine" (classic buckets on the flagged server) is left out, so that there only native
 # series can answer.
 python3 "$E2E_DIR/dashboards_check.py" eval --prom "http://127.0.0.1:$PN" --time "$T2" \

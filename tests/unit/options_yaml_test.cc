@@ -20,8 +20,8 @@ std::string ConfigError(const std::string& yaml) {
 
 TEST(OptionsYaml, MessagesAreExact) {
   EXPECT_EQ(ConfigError("bogus: 1"),
-            "c.yml: bogus: unknown key (expected one of: bpf, collectors, nvme_host, nvmet, pfc, "
-            "rdma, rdma_netlink, tcp)");
+            "c.yml: bogus: unknown key (expected one of: bpf, collectors, kubernetes, nvme_host, "
+            "nvmet, pfc, rdma, rdma_netlink, tcp)");
   EXPECT_EQ(ConfigError("nvmet: {x: 1}"),
             "c.yml: nvmet.x: unknown key (expected one of: inventory)");
   EXPECT_EQ(ConfigError("nvme_host: {inventory: 3}"),

@@ -20,7 +20,9 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree (run.sh runs this from there)
 from check_faults import FaultsChecks  # noqa: E402
+from check_kubelet import KubeletChecks  # noqa: E402
 from check_lifecycle import LifecycleChecks  # noqa: E402
+from check_multipath import MultipathChecks  # noqa: E402
 from check_native import NativeChecks  # noqa: E402
 from check_record import RecordChecks  # noqa: E402
 from check_stages import StagesChecks, kernel_short, no_module_btf  # noqa: E402
@@ -68,7 +70,8 @@ class Env(dict):
         return '<%s unset>' % key
 
 
-class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleChecks):
+class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleChecks,
+              MultipathChecks, KubeletChecks):
     def __init__(self, directory):
         self.dir = directory
         self.failures = 0

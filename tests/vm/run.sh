@@ -86,10 +86,10 @@ say() { echo "[vm $KERNEL_ARG/$SCENARIO +$(el "$t0")s] $*"; }
 # ---- initramfs: a cached base (tools, libraries, modules) + a fresh layer (exporter, scripts) ----
 MODULES="configfs virtio_pci 9pnet_virtio 9p veth null_blk rdma_rxe ib_uverbs rdma_ucm \
 nvmet nvmet_rdma nvmet_tcp nvme_rdma nvme_tcp nvme_fabrics nvme_core inet_diag tcp_diag \
-crc32c_generic crc32c_intel crc32_generic crc32_pclmul crc32_cryptoapi crc32c_cryptoapi"
+crc32c_generic crc32c_intel crc32_generic crc32_pclmul crc32_cryptoapi crc32c_cryptoapi ext4"
 # (a module a kernel lacks or builds in is skipped: 7.x has crc32*_cryptoapi, not crc32_generic)
 BINS="/usr/bin/kmod /usr/sbin/nvme /usr/bin/fio /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo \
-/usr/sbin/bpftool /usr/sbin/biolatency"
+/usr/sbin/bpftool /usr/sbin/biolatency /usr/sbin/mkfs.ext4"
 BASE_FORMAT=1 # bump when the base layout changes in a way the hash below cannot see
 
 copy_file() { # SRC DST-in-ROOT (dereferenced; first copy wins)
@@ -138,7 +138,7 @@ base_key() {
   {
     echo "$BASE_FORMAT $KV $MODULES $BINS"
     declare -f build_base copy_bin copy_file
-    dpkg-query -W busybox-static kmod nvme-cli fio iproute2 rdma-core ibverbs-utils libc6 bpftool \
+    dpkg-query -W busybox-static kmod nvme-cli fio iproute2 rdma-core ibverbs-utils libc6 bpftool e2fsprogs \
       "linux-image-$KV" 2>/dev/null || true
     cat "$KROOT/packages" 2>/dev/null || true  # a fetched kernel's package versions
   } | sha256sum | cut -c1-16
