@@ -10,7 +10,7 @@ BUILD=(cmake g++ make pkg-config git clang llvm bpftool libbpf-dev
   libcurl4-openssl-dev  # top --from (profile/http_get.h: why not libcurl4-gnutls-dev)
   protobuf-compiler libprotobuf-dev golang-github-prometheus-client-model-dev  # protobuf exposition
   help2man dpkg-dev)  # the man page (optional: the build goes on without it); dpkg-shlibdeps for the .deb
-TEST=(libgtest-dev libgmock-dev prometheus prometheus-alertmanager curl openssl apache2-utils python3 iproute2 ethtool
+TEST=(libgtest-dev libgmock-dev prometheus prometheus-alertmanager curl openssl apache2-utils python3 python3-prometheus-client iproute2 ethtool
   fio util-linux libbpf-tools rsync strace libcap2-bin systemd zstd
   libclang-rt-14-dev  # libFuzzer + ASan runtimes for tests/fuzz (clang is in BUILD)
   lintian  # tests/e2e/test_package.sh checks the .deb

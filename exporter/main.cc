@@ -41,10 +41,10 @@ int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
   const bool tls = web_config.tls();
   const bool auth = !web_config.users.empty();
   nvmeof::WebServer server(
-      options.web, std::move(web_config), [&](double timeout_seconds, bool protobuf) {
+      options.web, std::move(web_config), [&](double timeout_seconds, nvmeof::Exposition format) {
         return scraper->Scrape(std::chrono::duration_cast<nvmeof::Scraper::Duration>(
                                    std::chrono::duration<double>(timeout_seconds)),
-                               protobuf);
+                               format);
       });
   std::string error;
   if (!server.Start(&error)) {

@@ -31,9 +31,4 @@ using NativeLookup = std::function<const NativeHistogram*(size_t family, size_t 
 void AppendProtobuf(std::span<const prometheus::MetricFamily> families, const NativeLookup& native,
                     std::string* out);
 
-// Whether an HTTP Accept header prefers the delimited MetricFamily protobuf format over text:
-// it lists application/vnd.google.protobuf with proto=io.prometheus.client.MetricFamily and
-// encoding=delimited, at a q not below that of text/plain (or */*).
-bool PrefersProtobuf(const char* accept);
-
 }  // namespace nvmeof

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -40,10 +41,10 @@ Result RunOne(Collector& c) {
     r.ok = c.Collect(r.sink);
   } catch (const std::exception& e) {  // a collector bug must not take the scrape down
     r.ok = false;
+    r.sink.Fail(std::string("threw: ") + e.what());
     LogError("collector threw", Kv("collector", c.Name()) + " " + Kv("err", e.what()));
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (!r.ok) LogDebug("collector failed", Kv("collector", c.Name()));
   return r;
 }
 
@@ -74,9 +75,24 @@ struct Scraper::Slot {
   std::uint64_t readers = 0;
   std::uint64_t timeouts = 0;   // scrapes that reported this collector as timed out
   std::uint64_t sanitized = 0;  // label values sanitized by all finished runs
+  bool failing = false;         // the last finished run returned false (warned once)
 };
 
 namespace {
+
+// One warning when a collector starts failing, with the reason it gave, and one info line when
+// it recovers: a source that stays broken (a wrong --path.procfs) would otherwise repeat on
+// every scrape, or, at debug level only, not be seen at all. Called with slot.mu held.
+void NoteOutcome(Scraper::Slot& slot, const Result& result) {
+  if (!result.ok && !slot.failing) {
+    const std::string& why = result.sink.failure();
+    LogWarn("collector failed; success is 0 until it recovers",
+            Kv("collector", slot.name) + " " + Kv("reason", why.empty() ? "no reason given" : why));
+  } else if (result.ok && slot.failing) {
+    LogInfo("collector recovered", Kv("collector", slot.name));
+  }
+  slot.failing = !result.ok;
+}
 
 // The slot's worker: a detached thread that waits for a run to be asked (`requested`), runs the
 // collector and publishes the result, then waits again, until the scraper shuts down. It holds
@@ -105,6 +121,7 @@ void Work(std::shared_ptr<Scraper::Slot> slot) {
       LogWarn("collector returned after its scrape deadline",
               Kv("collector", slot->name) + " " + Kv("seconds", Seconds(result->seconds)));
     }
+    NoteOutcome(*slot, *result);
     slot->sanitized += result->sink.sanitized();
     slot->last = std::move(result);
     ++slot->finished;
@@ -310,6 +327,18 @@ MetricSink Scraper::CollectAll(Duration timeout) {
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = *slots_[i];
     Share share = ShareOf(s, wait_for[i], deadline, timeout);
+    // The collector's series first: a series it serves twice, or that another collector
+    // served already, is dropped there and counted as this collector's.
+    size_t dropped = 0;
+    const MetricSink* run = share.taken ? &share.taken->sink : share.got ? &share.copy : nullptr;
+    std::map<std::string, size_t, std::less<>> anomalies;
+    if (run) anomalies = run->anomalies();
+    if (share.taken) {
+      dropped = out.Append(std::move(share.taken->sink));  // no other scrape reads it any more
+    } else if (share.got) {
+      dropped = out.Append(std::move(share.copy));
+    }
+    if (dropped) anomalies["duplicate_series"] += dropped;
     const Labels labels = {{"collector", s.name}};
     self.Gauge("nvmeof_exporter_collector_success",
                "1 if the collector's source was read this scrape, 0 if it failed or timed out.",
@@ -320,7 +349,14 @@ MetricSink Scraper::CollectAll(Duration timeout) {
                labels, share.seconds);
     self.Gauge("nvmeof_exporter_collector_skipped_series",
                "Series the collector skipped this scrape: unreadable or malformed source values.",
-               labels, share.skipped);
+               labels, share.skipped + static_cast<double>(dropped));
+    for (const auto& [reason, n] : anomalies) {
+      self.Gauge("nvmeof_exporter_collector_anomalies",
+                 "Odd source data the collector met this scrape, by reason: duplicate_series "
+                 "(dropped), unknown_state (a one-hot served all 0), state_number_mismatch "
+                 "(served by the number); only reasons seen this scrape.",
+                 {{"collector", s.name}, {"reason", reason}}, static_cast<double>(n));
+    }
     self.Counter("nvmeof_exporter_collector_timeouts_total",
                  "Scrapes that left the collector out because it missed the scrape deadline or "
                  "was still running from an earlier scrape.",
@@ -329,11 +365,6 @@ MetricSink Scraper::CollectAll(Duration timeout) {
                  "Label values the exporter changed to serve them: invalid UTF-8, control "
                  "characters or longer than 1024 bytes.",
                  labels, static_cast<double>(share.sanitized));
-    if (share.taken) {
-      out.Append(std::move(share.taken->sink));  // no other scrape reads it any more
-    } else if (share.got) {
-      out.Append(std::move(share.copy));
-    }
   }
   if (self_metrics_) self_metrics_(self);
   out.Append(std::move(self));
@@ -341,23 +372,29 @@ MetricSink Scraper::CollectAll(Duration timeout) {
   return out;
 }
 
-std::string Scraper::Scrape(Duration timeout, bool protobuf) {
+std::string Scraper::Scrape(Duration timeout, Exposition format) {
   const MetricSink sink = CollectAll(timeout);
   // One allocation: the last scrape of this format, plus room to grow.
-  auto& hint = protobuf ? protobuf_size_hint_ : text_size_hint_;
+  auto& hint = size_hints_[static_cast<size_t>(format)];
   const size_t last = hint.load(std::memory_order_relaxed);
   std::string out;
   out.reserve(last + last / 8);
-  if (protobuf) {
-    AppendProtobuf(
-        sink.families(), [&sink](size_t f, size_t m) { return sink.NativeOf(f, m); }, &out);
-  } else {
-    AppendText(sink.families(), &out);
+  switch (format) {
+    case Exposition::kProtobuf:
+      AppendProtobuf(
+          sink.families(), [&sink](size_t f, size_t m) { return sink.NativeOf(f, m); }, &out);
+      break;
+    case Exposition::kOpenMetrics:
+      AppendOpenMetrics(sink.families(), &out);
+      break;
+    case Exposition::kText:
+      AppendText(sink.families(), &out);
+      break;
   }
   hint.store(out.size(), std::memory_order_relaxed);
   return out;
 }
 
-std::string Scraper::Scrape(Duration timeout) { return Scrape(timeout, false); }
+std::string Scraper::Scrape(Duration timeout) { return Scrape(timeout, Exposition::kText); }
 
 }  // namespace nvmeof

@@ -1,5 +1,5 @@
 // Runs the enabled collectors for one scrape and renders the Prometheus text format
-// (exporter/text_exposition.h) or protobuf (exporter/protobuf_exposition.h),
+// (exporter/text_exposition.h: 0.0.4 or OpenMetrics) or protobuf (exporter/protobuf_exposition.h),
 // adding the exporter's own series (build info, per-collector
 // success/duration/skips/timeouts/sanitized).
 //
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/collector.h"
+#include "exporter/negotiation.h"
 
 namespace nvmeof {
 
@@ -42,9 +43,9 @@ class Scraper {
   // Collects everything (collectors in parallel, at most `timeout`) and returns the text
   // exposition.
   std::string Scrape(Duration timeout);
-  // The same in the protobuf format (delimited MetricFamily, with native histograms) if
-  // `protobuf`, else text.
-  std::string Scrape(Duration timeout, bool protobuf);
+  // The same in `format`: text 0.0.4, OpenMetrics 1.0 text, or the protobuf format (delimited
+  // MetricFamily, with native histograms).
+  std::string Scrape(Duration timeout, Exposition format);
   // The same, as families (for tests).
   MetricSink CollectAll(Duration timeout);
   // Series added to every scrape after the collectors' own self-metrics (e.g. the web server's
@@ -60,8 +61,7 @@ class Scraper {
   std::vector<std::shared_ptr<Slot>> slots_;
   std::function<void(MetricSink&)> self_metrics_;
   // The size of the last scrape per format, to reserve the next one's string at once.
-  std::atomic<size_t> text_size_hint_{0};
-  std::atomic<size_t> protobuf_size_hint_{0};
+  std::atomic<size_t> size_hints_[3] = {};  // the last body's size, per Exposition
 };
 
 }  // namespace nvmeof

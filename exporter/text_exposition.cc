@@ -39,7 +39,9 @@ void AppendUnsigned(std::uint64_t v, std::string* out) {
 // series into `labels` (`a="x",b="y"`, no braces) and copied into each line.
 class SeriesWriter {
  public:
-  explicit SeriesWriter(std::string* out) : out_(out) {}
+  // open_metrics: timestamps in seconds (OpenMetrics), not milliseconds (text 0.0.4).
+  explicit SeriesWriter(std::string* out, bool open_metrics = false)
+      : out_(out), open_metrics_(open_metrics) {}
 
   void Start(const MetricFamily& family, const ClientMetric& metric) {
     family_ = &family;
@@ -83,9 +85,14 @@ class SeriesWriter {
 
   void Tail() {
     if (metric_->timestamp_ms != 0) {
-      char buf[24];
-      buf[0] = ' ';
-      const auto r = std::to_chars(buf + 1, buf + sizeof(buf), metric_->timestamp_ms);
+      out_->push_back(' ');
+      char buf[32];
+      const auto r =
+          open_metrics_  // seconds, as 1700000000.123 (the shortest digits, never an exponent)
+              ? std::to_chars(buf, buf + sizeof(buf),
+                              static_cast<double>(metric_->timestamp_ms) / 1000,
+                              std::chars_format::fixed)
+              : std::to_chars(buf, buf + sizeof(buf), metric_->timestamp_ms);
       out_->append(buf, r.ptr);
     }
     out_->push_back('\n');
@@ -115,6 +122,7 @@ class SeriesWriter {
 
  private:
   std::string* out_;
+  bool open_metrics_;
   const MetricFamily* family_ = nullptr;
   const ClientMetric* metric_ = nullptr;
   std::string labels_;
@@ -133,6 +141,81 @@ const char* TypeName(MetricType t) {
       return "histogram";
     default:
       return "untyped";
+  }
+}
+
+// A histogram's buckets, +Inf last (added as the count where the family has none).
+void AppendBuckets(SeriesWriter& w, const prometheus::ClientMetric::Histogram& h) {
+  bool inf = false;
+  for (size_t i = 0; i < h.bucket.size(); ++i) {
+    const auto& b = h.bucket[i];
+    w.Head("_bucket", "le", w.Bound(i, b.upper_bound));
+    w.Count(b.cumulative_count);
+    inf = b.upper_bound == INFINITY;
+  }
+  if (!inf) {
+    w.Head("_bucket", "le", "+Inf");
+    w.Count(h.sample_count);
+  }
+}
+
+// OpenMetrics names a counter family without its `_total`, which only its samples carry. The
+// metric model gives every counter that suffix; a counter without it would change its series'
+// name, so it goes out as `unknown`, under its own name.
+bool OpenMetricsCounter(const MetricFamily& family) {
+  constexpr std::string_view kTotal = "_total";
+  return family.type == MetricType::Counter && family.name.size() > kTotal.size() &&
+         std::string_view(family.name).ends_with(kTotal);
+}
+
+// A series' sample lines. Text 0.0.4 has TextSerializer's order (_count, _sum, then quantiles
+// or buckets); OpenMetrics puts quantiles or buckets first, then _sum and _count.
+void AppendSamples(SeriesWriter& w, MetricType type, const ClientMetric& metric, bool open_metrics,
+                   std::string* quantile) {
+  auto count_and_sum = [&](std::uint64_t count, double sum) {
+    if (!open_metrics) {
+      w.Head("_count");
+      w.Count(count);
+    }
+    w.Head("_sum");
+    w.Value(sum);
+    if (open_metrics) {
+      w.Head("_count");
+      w.Count(count);
+    }
+  };
+  switch (type) {
+    case MetricType::Counter:
+      w.Head("");
+      w.Value(metric.counter.value);
+      break;
+    case MetricType::Gauge:
+      w.Head("");
+      w.Value(metric.gauge.value);
+      break;
+    case MetricType::Summary: {
+      const auto& s = metric.summary;
+      if (!open_metrics) count_and_sum(s.sample_count, s.sample_sum);
+      for (const auto& q : s.quantile) {
+        quantile->clear();
+        AppendTextDouble(q.quantile, quantile);
+        w.Head("", "quantile", *quantile);
+        w.Value(q.value);
+      }
+      if (open_metrics) count_and_sum(s.sample_count, s.sample_sum);
+      break;
+    }
+    case MetricType::Histogram: {
+      const auto& h = metric.histogram;
+      if (!open_metrics) count_and_sum(h.sample_count, h.sample_sum);
+      AppendBuckets(w, h);  // +Inf from the count where missing, as TextSerializer does
+      if (open_metrics) count_and_sum(h.sample_count, h.sample_sum);
+      break;
+    }
+    default:
+      w.Head("");
+      w.Value(metric.untyped.value);
+      break;
   }
 }
 
@@ -179,53 +262,54 @@ void AppendText(std::span<const MetricFamily> families, std::string* out) {
     out->push_back('\n');
     for (const auto& metric : family.metric) {
       w.Start(family, metric);
-      switch (family.type) {
-        case MetricType::Counter:
-          w.Head("");
-          w.Value(metric.counter.value);
-          break;
-        case MetricType::Gauge:
-          w.Head("");
-          w.Value(metric.gauge.value);
-          break;
-        case MetricType::Summary:
-          w.Head("_count");
-          w.Count(metric.summary.sample_count);
-          w.Head("_sum");
-          w.Value(metric.summary.sample_sum);
-          for (const auto& q : metric.summary.quantile) {
-            quantile.clear();
-            AppendTextDouble(q.quantile, &quantile);
-            w.Head("", "quantile", quantile);
-            w.Value(q.value);
-          }
-          break;
-        case MetricType::Histogram: {
-          const auto& h = metric.histogram;
-          w.Head("_count");
-          w.Count(h.sample_count);
-          w.Head("_sum");
-          w.Value(h.sample_sum);
-          bool inf = false;
-          for (size_t i = 0; i < h.bucket.size(); ++i) {
-            const auto& b = h.bucket[i];
-            w.Head("_bucket", "le", w.Bound(i, b.upper_bound));
-            w.Count(b.cumulative_count);
-            inf = b.upper_bound == INFINITY;
-          }
-          if (!inf) {  // the +Inf bucket is the count, as TextSerializer adds it
-            w.Head("_bucket", "le", "+Inf");
-            w.Count(h.sample_count);
-          }
-          break;
-        }
-        default:
-          w.Head("");
-          w.Value(metric.untyped.value);
-          break;
-      }
+      AppendSamples(w, family.type, metric, false, &quantile);
     }
   }
+}
+
+void AppendOpenMetrics(std::span<const MetricFamily> families, std::string* out) {
+  SeriesWriter w(out, true);
+  std::string quantile;
+  for (const auto& family : families) {
+    std::string_view name = family.name;
+    const char* type = "unknown";
+    switch (family.type) {
+      case MetricType::Counter:
+        if (OpenMetricsCounter(family)) {
+          name.remove_suffix(6);
+          type = "counter";
+        }
+        break;
+      case MetricType::Gauge:
+        type = "gauge";
+        break;
+      case MetricType::Summary:
+        type = "summary";
+        break;
+      case MetricType::Histogram:
+        type = "histogram";
+        break;
+      default:
+        break;
+    }
+    *out += "# TYPE ";
+    *out += name;
+    out->push_back(' ');
+    *out += type;
+    out->push_back('\n');
+    if (!family.help.empty()) {
+      *out += "# HELP ";
+      *out += name;
+      out->push_back(' ');
+      AppendEscaped<true>(family.help, out);  // OpenMetrics escapes '"' in HELP too
+      out->push_back('\n');
+    }
+    for (const auto& metric : family.metric) {
+      w.Start(family, metric);
+      AppendSamples(w, family.type, metric, true, &quantile);
+    }
+  }
+  *out += "# EOF\n";
 }
 
 }  // namespace nvmeof

@@ -21,10 +21,18 @@
 namespace nvmeof {
 
 inline constexpr char kTextContentType[] = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr char kOpenMetricsContentType[] =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 // Appends every family, in order, to `out`. Families without series still get HELP and TYPE,
 // as TextSerializer writes them.
 void AppendText(std::span<const prometheus::MetricFamily> families, std::string* out);
+
+// The same in OpenMetrics 1.0 text: TYPE before HELP, a counter family named without its
+// `_total` (a counter without the suffix goes out as `unknown`), untyped as `unknown`, HELP
+// escaping '"' too, histogram buckets before _sum and _count, timestamps in seconds, and
+// `# EOF` last. Sample lines, names and values are the 0.0.4 writer's.
+void AppendOpenMetrics(std::span<const prometheus::MetricFamily> families, std::string* out);
 
 // One sample value as the text format writes it (see above): "NaN", "+Inf", "-Inf", "-0",
 // integral values below 1e16 as digits, anything else std::to_chars' shortest round trip.

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "exporter/config.h"
+#include "exporter/negotiation.h"
 #include "exporter/web_config.h"
 
 struct MHD_Daemon;
@@ -22,8 +23,8 @@ class WebServer {
  public:
   // Returns the text exposition, taking at most about `timeout_seconds`.
   using Handler = std::function<std::string(double timeout_seconds)>;
-  // Also told whether the scraper's Accept header prefers the protobuf format.
-  using FormatHandler = std::function<std::string(double timeout_seconds, bool protobuf)>;
+  // Also told the exposition the scraper's Accept header asks for (exporter/negotiation.h).
+  using FormatHandler = std::function<std::string(double timeout_seconds, Exposition format)>;
 
   WebServer(WebOptions options, WebConfig config, Handler metrics);  // text only
   WebServer(WebOptions options, WebConfig config, FormatHandler metrics);

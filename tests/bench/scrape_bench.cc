@@ -36,14 +36,14 @@
 #include <thread>
 #include <vector>
 
-#include "bpf/hist.h"
 #include "base/collector.h"
 #include "base/fd.h"
-#include "loader/histogram.h"
+#include "bpf/hist.h"
 #include "exporter/protobuf_exposition.h"
 #include "exporter/scraper.h"
 #include "exporter/text_exposition.h"
 #include "exporter/web_server.h"
+#include "loader/histogram.h"
 #include "tests/unit/exposition_support.h"
 
 namespace {
@@ -369,10 +369,10 @@ int main(int argc, char** argv) {
   nvmeof::Scraper host(std::move(collectors));
   nvmeof::WebOptions web;
   web.listen_address = "127.0.0.1:0";
-  nvmeof::WebServer server(web, nvmeof::WebConfig{}, [&](double timeout, bool protobuf) {
+  nvmeof::WebServer server(web, nvmeof::WebConfig{}, [&](double timeout, nvmeof::Exposition f) {
     return host.Scrape(std::chrono::duration_cast<nvmeof::Scraper::Duration>(
                            std::chrono::duration<double>(timeout)),
-                       protobuf);
+                       f);
   });
   std::string error;
   if (!server.Start(&error)) {

@@ -220,3 +220,90 @@ TEST(ProtobufExpositionTest, SameBytesAsLibprotobufAndRoundTrip) {
 
 }  // namespace
 }  // namespace nvmeof
+
+namespace nvmeof {
+namespace {
+
+std::string OpenMetrics(const std::vector<MetricFamily>& f) {
+  std::string out;
+  AppendOpenMetrics(f, &out);
+  return out;
+}
+
+TEST(OpenMetricsExpositionTest, PlainModel) {
+  auto model = PlainModel();
+  model.push_back({"nvmeof_f", "A counter without the suffix.", MetricType::Counter, {}});
+  model.back().metric.push_back(Series({}, 3));
+  EXPECT_EQ(OpenMetrics(model),
+            "# TYPE nvmeof_a counter\n"
+            "# HELP nvmeof_a A counter.\n"
+            "nvmeof_a_total{rdma_device=\"mlx5_0\",q=\"say \\\"hi\\\" \\\\ there\\nnext\"} "
+            "4390187342117\n"
+            "nvmeof_a_total 0\n"
+            "# TYPE nvmeof_b gauge\n"
+            "nvmeof_b{x=\"\xc3\xa9t\xc3\xa9\"} 9.2156\n"
+            "nvmeof_b{x=\"\"} -1.5\n"
+            "nvmeof_b{x=\"inf\"} +Inf 1700000000.123\n"
+            "# TYPE nvmeof_c_seconds histogram\n"
+            "# HELP nvmeof_c_seconds Latency.\n"
+            "nvmeof_c_seconds_bucket{op=\"read\",le=\"0.0001\"} 200\n"
+            "nvmeof_c_seconds_bucket{op=\"read\",le=\"0.00025\"} 400\n"
+            "nvmeof_c_seconds_bucket{op=\"read\",le=\"0.5\"} 600\n"
+            "nvmeof_c_seconds_bucket{op=\"read\",le=\"2\"} 800\n"
+            "nvmeof_c_seconds_bucket{op=\"read\",le=\"+Inf\"} 1000\n"
+            "nvmeof_c_seconds_sum{op=\"read\"} 12.5\n"
+            "nvmeof_c_seconds_count{op=\"read\"} 1000\n"
+            "nvmeof_c_seconds_bucket{le=\"1\"} 2\n"
+            "nvmeof_c_seconds_bucket{le=\"2\"} 4\n"
+            "nvmeof_c_seconds_bucket{le=\"+Inf\"} 7\n"
+            "nvmeof_c_seconds_sum 3\n"
+            "nvmeof_c_seconds_count 7\n"
+            "nvmeof_c_seconds_bucket{op=\"none\",le=\"+Inf\"} 0\n"
+            "nvmeof_c_seconds_sum{op=\"none\"} 0\n"
+            "nvmeof_c_seconds_count{op=\"none\"} 0\n"
+            "# TYPE nvmeof_d summary\n"
+            "# HELP nvmeof_d Summary.\n"
+            "nvmeof_d{k=\"v\",quantile=\"0.5\"} 0.125\n"
+            "nvmeof_d{k=\"v\",quantile=\"0.99\"} 1\n"
+            "nvmeof_d_sum{k=\"v\"} 2.25\n"
+            "nvmeof_d_count{k=\"v\"} 10\n"
+            "# TYPE nvmeof_e unknown\n"
+            "# HELP nvmeof_e Untyped.\n"
+            "nvmeof_e{a=\"1\",b=\"2\"} 1e-07\n"
+            "# TYPE nvmeof_empty gauge\n"
+            "# HELP nvmeof_empty No series.\n"
+            "# TYPE nvmeof_f unknown\n"
+            "# HELP nvmeof_f A counter without the suffix.\n"
+            "nvmeof_f 3\n"
+            "# EOF\n");
+}
+
+TEST(OpenMetricsExpositionTest, HelpEscapesQuotesAndSamplesMatchText) {
+  const auto model = HostileModel();
+  const std::string om = OpenMetrics(model);
+  EXPECT_NE(om.find("# HELP nvmeof_b Help with a \\\\ backslash and a\\nnewline.\n"),
+            std::string::npos);
+  ASSERT_GE(om.size(), 6u);
+  EXPECT_EQ(om.substr(om.size() - 6), "# EOF\n");
+  // Every sample line of the 0.0.4 text is in the OpenMetrics text as it is.
+  std::string text;
+  AppendText(model, &text);
+  size_t start = 0, lines = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end - start + 1);
+    start = end + 1;
+    // Buckets go before _sum and _count; the two series with a timestamp (1700000000123 ms,
+    // -5 ms) write it in seconds.
+    if (line[0] == '#' || line.find("_bucket") != std::string::npos ||
+        line.rfind("nvmeof_b{x=\"inf\"}", 0) == 0 || line.ends_with(" -5\n")) {
+      continue;
+    }
+    ++lines;
+    EXPECT_NE(om.find(line), std::string::npos) << line;
+  }
+  EXPECT_GT(lines, 20u);
+}
+
+}  // namespace
+}  // namespace nvmeof

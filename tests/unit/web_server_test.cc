@@ -142,8 +142,9 @@ TEST(WebServer, GzipWhenAsked) {
 
 TEST(WebServer, ProtobufWhenAcceptAsksForIt) {
   const std::string body(10000, 'p');
-  WebServer server(LoopbackOptions(), {},
-                   [&](double, bool protobuf) { return protobuf ? body : std::string("up 1\n"); });
+  WebServer server(LoopbackOptions(), {}, [&](double, Exposition format) {
+    return format == Exposition::kProtobuf ? body : std::string("up 1\n");
+  });
   std::string error;
   ASSERT_TRUE(server.Start(&error)) << error;
   server.SetReady(true);
@@ -160,6 +161,13 @@ TEST(WebServer, ProtobufWhenAcceptAsksForIt) {
   const auto text = Get(server.port(), "/metrics", "Accept: text/plain;version=0.0.4\r\n");
   EXPECT_NE(text.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
   EXPECT_NE(text.find("\r\n\r\nup 1\n"), std::string::npos);
+  const auto om = Get(server.port(), "/metrics",
+                      "Accept: application/openmetrics-text;version=1.0.0;escaping=underscores,"
+                      "text/plain;version=0.0.4;q=0.5\r\n");
+  EXPECT_NE(om.find("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8; "
+                    "escaping=underscores"),
+            std::string::npos)
+      << om.substr(0, 400);
 }
 
 // A scrape handler that holds every scrape until Release(): counts them, keeps the last timeout.
