@@ -33,7 +33,8 @@ void WriteFile(const fs::path& p, const std::string& text) {
 
 std::string Uid(int i) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%08x-1111-4222-8333-%012x", i, i * 7919);
+  const unsigned u = static_cast<unsigned>(i);  // wraps, where i * 7919 as int would overflow
+  std::snprintf(buf, sizeof buf, "%08x-1111-4222-8333-%012x", u, u * 7919u);
   return buf;
 }
 
