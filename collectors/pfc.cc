@@ -190,14 +190,18 @@ class PfcCollector : public Collector {
 
   bool Collect(MetricSink& out) override {
     const auto netdevs = Netdevs();
-    size_t readable = 0;
+    size_t readable = 0, gone = 0;
     for (const auto& [netdev, devices] : netdevs) {
-      if (CollectNetdev(netdev, devices, out)) ++readable;
+      if (CollectNetdev(netdev, devices, out)) {
+        ++readable;
+      } else if (!source_->Present(netdev) || !Exists(paths_.sysfs + "/class/net/" + netdev)) {
+        ++gone;  // removed during the scrape (a netns torn down, a VF reset): nothing to fail
+      }
     }
-    // Every netdev unreadable (e.g. ioctls refused by a seccomp profile) is a failed source.
-    if (netdevs.empty() || readable > 0) return true;
-    out.Fail("no netdev's pause counters could be read (ethtool and sysfs)");
-    return false;
+    // Every netdev that is still there unreadable (e.g. ioctls refused by a seccomp profile)
+    // is a failed source.
+    if (readable > 0 || readable + gone == netdevs.size()) return true;
+    return out.Fail("no netdev's pause counters could be read (ethtool and sysfs)");
   }
 
  private:

@@ -1,5 +1,7 @@
 #include "readers/netdev_stats.h"
 
+#include <net/if.h>
+
 #include <cerrno>
 #include <cstdint>
 
@@ -28,6 +30,10 @@ class KernelSource : public NetdevStatsSource {
       return std::nullopt;
     }
     return stats;
+  }
+
+  bool Present(const std::string& netdev) override {
+    return if_nametoindex(netdev.c_str()) != 0;  // the name table (SIOCGIFINDEX)
   }
 
   ReadStatus Dcb(const std::string& netdev, IeeePfc* out) override {

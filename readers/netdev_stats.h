@@ -32,6 +32,13 @@ class NetdevStatsSource {
   virtual std::optional<EthtoolStats> Ethtool(const std::string& netdev) = 0;
   // DCB_CMD_IEEE_GET -> DCB_ATTR_IEEE_PFC.
   virtual ReadStatus Dcb(const std::string& netdev, IeeePfc* out) = 0;
+  // Whether the netdev is still there, for telling a netdev removed during a scrape from one
+  // that cannot be read. The kernel's name table says so before sysfs does: an unregistering
+  // netdev leaves the table first. Fixture netdevs never go.
+  virtual bool Present(const std::string& netdev) {
+    static_cast<void>(netdev);
+    return true;
+  }
 };
 
 // SIOCETHTOOL and rtnetlink on the running kernel (the exporter's network namespace).

@@ -375,11 +375,25 @@ TEST(PfcFixtureSource, MissingNetdevIsSkippedNotFatal) {
 
 TEST(PfcFixtureSource, EverythingUnreadableFailsTheCollector) {
   PfcTree t;
-  t.RdmaDevice("mlx5_9", "gone0");
+  t.RdmaDevice("mlx5_9", "dead0");
+  t.Netdev("dead0");  // there, but nothing of it can be read
   MetricSink sink;
   EXPECT_FALSE(
       NewPfcCollector(FixtureOptions(t.path() + "/sys", t.path() + "/none"))->Collect(sink));
   EXPECT_EQ(sink.skipped(), 2u);
+  EXPECT_NE(sink.failure().find("no netdev's pause counters"), std::string::npos);
+}
+
+// A netdev removed between listing and reading (a VM's tap device, a VF reset) is skipped, and
+// the collector does not fail for it: nothing was there to read.
+TEST(PfcFixtureSource, NetdevGoneDuringTheScrapeIsNoFailure) {
+  PfcTree t;
+  t.RdmaDevice("mlx5_9", "gone0");  // listed by the RDMA device, absent from class/net
+  MetricSink sink;
+  EXPECT_TRUE(
+      NewPfcCollector(FixtureOptions(t.path() + "/sys", t.path() + "/none"))->Collect(sink));
+  EXPECT_EQ(sink.skipped(), 2u);
+  EXPECT_EQ(sink.failure(), "");
 }
 
 TEST(PfcFixtureSource, MalformedLinesAndFilesAreSkipped) {
