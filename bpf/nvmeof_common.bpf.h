@@ -229,7 +229,7 @@ static __always_inline bool target_sent_hooked(void* config, __u8 trtype) {
  * nvmeof_as_id) and a receive stash (map##_RECV, for recv_stash), with its two accessors:
  * slot_fn(key), the slot's address, and event_fn(which), +1 on a counter. The exporter's and
  * record's objects each declare one. */
-#define NVMEOF_COUNTERS(map, count, slot_fn, event_fn)                                        \
+#define NVMEOF_COUNTERS(map, count, slot_fn, event_fn)                                         \
   enum { map##_SCRATCH = (count), map##_RECV = (count) + 1 };                                  \
   struct {                                                                                     \
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                                   \

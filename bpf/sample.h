@@ -5,14 +5,15 @@
 #ifndef NVMEOF_BPF_SAMPLE_H_
 #define NVMEOF_BPF_SAMPLE_H_
 
-/* Derived from sample_every: the hash limit of 1 in sample_every. A hash at or below it is picked. ~0 picks every command. */
+/* Derived from sample_every: the hash limit of 1 in sample_every. A hash at or below it is picked.
+ * ~0 picks every command. */
 static inline unsigned long long nvmeof_sample_every_hash_limit(unsigned int sample_every) {
   return sample_every <= 1 ? ~0ULL : ~0ULL / sample_every;
 }
 
 /* splitmix64's finalizer over the two fields, compared with the limit: its top bits, where a
- * multiply mixes in every bit below, decide. A compare, not `h % sample_every`: a 64-bit division at
- * each of a command's dozen hooks costs 20-90 cycles on x86. */
+ * multiply mixes in every bit below, decide. A compare, not `h % sample_every`: a 64-bit division
+ * at each of a command's dozen hooks costs 20-90 cycles on x86. */
 static inline int nvmeof_picked(unsigned long long a, unsigned long long b,
                                 unsigned long long limit) {
   unsigned long long h = a * 0x9E3779B97F4A7C15ULL ^ b * 0xC2B2AE3D27D4EB4FULL;

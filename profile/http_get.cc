@@ -109,8 +109,8 @@ std::string DescribeFailure(CURL* curl, CURLcode rc, const char* error_buffer, b
     case CURLE_WRITE_ERROR:
     case CURLE_FILESIZE_EXCEEDED:
       return too_large || rc == CURLE_FILESIZE_EXCEEDED
-                   ? std::string("response larger than ") + kMaxBodyText
-                   : "read response from " + where + ": " + detail;
+                 ? std::string("response larger than ") + kMaxBodyText
+                 : "read response from " + where + ": " + detail;
     case CURLE_SEND_ERROR:
       return "send request to " + where + ": " + detail;
     case CURLE_RECV_ERROR:
@@ -290,11 +290,6 @@ bool HttpClient::Get(const std::string& url, std::string* body, std::string* err
     return false;
   }
   return true;
-}
-
-bool HttpGet(const std::string& url, const HttpClientOptions& options, std::string* body,
-             std::string* error) {
-  return HttpClient(options).Get(url, body, error);
 }
 
 }  // namespace nvmeof::profile

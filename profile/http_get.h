@@ -43,8 +43,4 @@ class HttpClient {
   std::unique_ptr<State> state_;
 };
 
-// One GET on a connection of its own (HttpClient for repeated ones).
-bool HttpGet(const std::string& url, const HttpClientOptions& options, std::string* body,
-             std::string* error);
-
 }  // namespace nvmeof::profile

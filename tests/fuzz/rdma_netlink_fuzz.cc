@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "base/log.h"
-#include "readers/nldev.h"
 #include "collectors/rdma_netlink.h"
 #include "collectors/registry.h"
+#include "readers/nldev.h"
 
 namespace {
 
