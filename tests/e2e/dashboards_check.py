@@ -256,6 +256,25 @@ def evaluate(args):
         """The --expect-empty rule that EXPR reads, if any (its panel may be empty too)."""
         return next((r for r in sorted(expect_empty)
                      if re.search(r"(?<![\w:])" + re.escape(r) + r"(?![\w:])", expr)), None)
+
+    def query(where, expr):
+        """The result of EXPR; None, with the error added to the problems, where it fails."""
+        try:
+            return prom.query(expr)
+        except RuntimeError as e:
+            problems.append(f"{where}: error {e}: {expr}")
+            return None
+
+    def report(where, expr, found, nothing, some):
+        """Says ok, or adds a problem where FOUND (what EXPR gave) is empty and EXPR reads no
+        --expect-empty rule. NOTHING names the lack; SOME(FOUND) says what was found."""
+        if found:
+            print(f"ok: {where}: {some(found)}")
+        elif reads_empty(expr):
+            print(f"ok: {where}: {nothing}, as expected ({reads_empty(expr)} is empty here)")
+        else:
+            problems.append(f"{where}: {nothing}: {expr}")
+
     for name, d in load_dashboards(args.dir):
         for v in d.get("templating", {}).get("list", []):
             if v.get("type") != "query":
@@ -265,19 +284,12 @@ def evaluate(args):
                 continue
             promql, label = label_values_to_promql(substitute(q, var_values))
             where = f"{name} variable ${v['name']}"
-            try:
-                res = prom.query(promql)
-                values = sorted({r["metric"].get(label, "") for r in res} - {""})
-            except RuntimeError as e:
-                problems.append(f"{where}: {promql}: {e}")
+            res = query(where, promql)
+            if res is None:
                 continue
             checked += 1
-            if not values and reads_empty(promql):
-                print(f"ok: {where}: no values, as expected ({reads_empty(promql)} is empty here)")
-            elif not values:
-                problems.append(f"{where}: no values ({promql})")
-            else:
-                print(f"ok: {where}: {len(values)} values, e.g. {values[0]}")
+            values = sorted({r["metric"].get(label, "") for r in res} - {""})
+            report(where, promql, values, "no values", lambda v: f"{len(v)} values, e.g. {v[0]}")
         for p in all_panels(d):
             for t in p.get("targets", []):
                 expr = substitute(t["expr"], var_values)
@@ -285,17 +297,9 @@ def evaluate(args):
                     continue
                 where = f"{name} panel {p['id']} '{p['title']}' {t['refId']}"
                 checked += 1
-                try:
-                    res = prom.query(expr)
-                except RuntimeError as e:
-                    problems.append(f"{where}: error {e}: {expr}")
-                    continue
-                if not res and reads_empty(expr):
-                    print(f"ok: {where}: no data, as expected ({reads_empty(expr)} is empty here)")
-                elif not res:
-                    problems.append(f"{where}: no data: {expr}")
-                else:
-                    print(f"ok: {where}: {len(res)} series")
+                res = query(where, expr)
+                if res is not None:
+                    report(where, expr, res, "no data", lambda r: f"{len(r)} series")
 
     rules = prom.get("/api/v1/rules")["data"]["groups"]
     fired, expect_firing, expect_quiet = set(), set(args.expect_firing), set(args.expect_quiet)
@@ -314,10 +318,8 @@ def evaluate(args):
             checked += 1
             expr = r["query"]
             probe = expr if r["type"] == "recording" else to_bool(expr)
-            try:
-                res = prom.query(probe)
-            except RuntimeError as e:
-                problems.append(f"{where}: error {e}: {probe}")
+            res = query(where, probe)
+            if res is None:
                 continue
             if rname in expect_empty:
                 if res:

@@ -11,6 +11,7 @@
 #include "collectors/bpf.h"
 #include "collectors/registry.h"
 #include "loader/nvmeof.h"
+#include "tests/unit/fake_nvmeof.h"
 #include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
 
@@ -164,23 +165,6 @@ TEST(NvmeofHookRelease, HostTransportHooksAreWantedOnlyWithAController) {
   EXPECT_EQ(ReleasableTransport("nvmet_rdma"), "");
 }
 
-class FakeNvmeof : public NvmeofSource {
- public:
-  NvmeofSnapshot snap;
-  AttachPlan plan;
-  bool Read(NvmeofSnapshot* out) override {
-    *out = snap;
-    return true;
-  }
-  AttachPlan Plan() const override { return plan; }
-  void Forget(const std::vector<std::uint64_t>& ids) override {
-    forgotten->insert(forgotten->end(), ids.begin(), ids.end());
-  }
-  // Shared: the collector (and this fake) is gone when the test looks.
-  std::shared_ptr<std::vector<std::uint64_t>> forgotten =
-      std::make_shared<std::vector<std::uint64_t>>();
-};
-
 class BpfNvmeofCollectorTest : public ScratchTree {
  protected:
   void SetUp() override {
@@ -213,15 +197,7 @@ class BpfNvmeofCollectorTest : public ScratchTree {
   }
 
   MetricSink Collect(std::unique_ptr<FakeNvmeof> fake) {
-    NvmeofLoad nv;
-    nv.availability = {true, "ok", ""};
-    nv.source = std::move(fake);
-    BlockLoad block;
-    block.availability = {true, "ok", ""};
-    auto c = NewBpfCollectorFrom(options_, std::move(block), std::move(nv));
-    MetricSink sink;
-    EXPECT_TRUE(c->Collect(sink));
-    return sink;
+    return CollectNvmeof(options_, std::move(fake));
   }
 
   CollectorOptions options_;
@@ -231,19 +207,18 @@ constexpr std::uint64_t kDisk = 0xffff888001000000;
 constexpr std::uint64_t kSubsys = 0xffff888002000000;
 
 TEST_F(BpfNvmeofCollectorTest, HostSeriesNamedByNamespaceAndController) {
-  auto fake = std::make_unique<FakeNvmeof>();
-  fake->snap.names = {{kDisk, "nvme0c1n1"}};
-  fake->snap.series = {
-      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 800, 0),
-      Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 100, 2000),
-      // Two spans naming the same stage are one series: the send completion came after the
-      // response for 10 commands.
-      Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_POSTED, NVMEOF_HP_RESPONSE, 10, 50000),
-      Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_POSTED, NVMEOF_HP_SENT, 90, 10000),
-      Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SENT, NVMEOF_HP_RESPONSE, 90, 40000),
-      Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE, 100, 52000),
-  };
-  MetricSink sink = Collect(std::move(fake));
+  MetricSink sink = Collect(MakeFakeNvmeof(
+      {{kDisk, "nvme0c1n1"}},
+      {
+          Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 800, 0),
+          Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 100, 2000),
+          // Two spans naming the same stage are one series: the send completion came after the
+          // response for 10 commands.
+          Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_POSTED, NVMEOF_HP_RESPONSE, 10, 50000),
+          Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_POSTED, NVMEOF_HP_SENT, 90, 10000),
+          Series(kDisk, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SENT, NVMEOF_HP_RESPONSE, 90, 40000),
+          Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE, 100, 52000),
+      }));
   LabelMap host = {{"role", "host"},
                    {"transport", "rdma"},
                    {"op", "read"},
@@ -270,13 +245,10 @@ TEST_F(BpfNvmeofCollectorTest, HostSeriesNamedByNamespaceAndController) {
 }
 
 TEST_F(BpfNvmeofCollectorTest, TargetSeriesCarrySubsystemNqnAndPort) {
-  auto fake = std::make_unique<FakeNvmeof>();
-  fake->snap.names = {{kSubsys, "nqn.2024-01.io.example:sub1"}};
-  fake->snap.series = {
-      Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 42, 0),
-      Series(kSubsys, kTarget, NVMEOF_KIND_STAGE, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 5, 3000),
-  };
-  MetricSink sink = Collect(std::move(fake));
+  MetricSink sink = Collect(MakeFakeNvmeof(
+      {{kSubsys, "nqn.2024-01.io.example:sub1"}},
+      {Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 42, 0),
+       Series(kSubsys, kTarget, NVMEOF_KIND_STAGE, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 5, 3000)}));
   LabelMap target = {{"role", "target"},
                      {"transport", "tcp"},
                      {"nqn", "nqn.2024-01.io.example:sub1"},
@@ -287,13 +259,13 @@ TEST_F(BpfNvmeofCollectorTest, TargetSeriesCarrySubsystemNqnAndPort) {
 }
 
 TEST_F(BpfNvmeofCollectorTest, UnnamedDisksAreSkippedNotGuessed) {
-  auto fake = std::make_unique<FakeNvmeof>();
-  fake->snap.names = {{kDisk + 2, "../../etc"}};  // hostile
-  fake->snap.series = {
-      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // no name at all
-      Series(kDisk + 2, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
-      Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // NQN not known yet
-  };
+  auto fake = MakeFakeNvmeof(
+      {{kDisk + 2, "../../etc"}},  // hostile
+      {
+          Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // no name at all
+          Series(kDisk + 2, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
+          Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // NQN not known yet
+      });
   auto forgotten = fake->forgotten;
   MetricSink sink = Collect(std::move(fake));
   EXPECT_TRUE(Select(sink, "nvmeof_commands_total").empty());
@@ -304,17 +276,17 @@ TEST_F(BpfNvmeofCollectorTest, UnnamedDisksAreSkippedNotGuessed) {
 TEST_F(BpfNvmeofCollectorTest, VanishedDisksAndSubsystemsAreForgotten) {
   Write("kernel/config/nvmet/subsystems/nqn.live/attr_serial", "1\n");
   options_.paths.configfs = root_ + "/kernel/config";
-  auto fake = std::make_unique<FakeNvmeof>();
-  fake->snap.names = {{kDisk, "nvme0c1n1"},
-                      {kDisk + 1, "nvme9c9n9"},
-                      {kSubsys, "nqn.live"},
-                      {kSubsys + 1, "nqn.deleted"}};
-  fake->snap.series = {
-      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
-      Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // disconnected
-      Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
-      Series(kSubsys + 1, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // deleted
-  };
+  auto fake = MakeFakeNvmeof(
+      {{kDisk, "nvme0c1n1"},
+       {kDisk + 1, "nvme9c9n9"},
+       {kSubsys, "nqn.live"},
+       {kSubsys + 1, "nqn.deleted"}},
+      {
+          Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
+          Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // disconnected
+          Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),
+          Series(kSubsys + 1, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 1, 0),  // deleted
+      });
   auto forgotten = fake->forgotten;
   MetricSink sink = Collect(std::move(fake));
   EXPECT_EQ(Select(sink, "nvmeof_commands_total").size(), 2u);
@@ -324,18 +296,17 @@ TEST_F(BpfNvmeofCollectorTest, VanishedDisksAndSubsystemsAreForgotten) {
 
 TEST_F(BpfNvmeofCollectorTest, ControllerDetailStagesCarryTheControllerNotTheNamespace) {
   Write("class/nvme/nvme2/transport", "pcie\n");
-  auto fake = std::make_unique<FakeNvmeof>();
-  fake->snap.names = {{kDisk, "nvme0c1n1"}};
   auto stage = Series(1, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 7, 2000);
   stage.key.detail = NVMEOF_DETAIL_CONTROLLER;
   auto pcie = Series(2, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_RESPONSE, 3, 9000);
   pcie.key.detail = NVMEOF_DETAIL_CONTROLLER;
   auto gone = Series(5, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 1, 2000);
   gone.key.detail = NVMEOF_DETAIL_CONTROLLER;  // nvme5 has no sysfs entry: disconnected
-  fake->snap.series = {
-      Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 56, 0),
-      Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 7, 9000), stage, pcie,
-      gone};
+  auto fake = MakeFakeNvmeof(
+      {{kDisk, "nvme0c1n1"}},
+      {Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 56, 0),
+       Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 7, 9000), stage,
+       pcie, gone});
   auto forgotten = fake->forgotten;
   MetricSink sink = Collect(std::move(fake));
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvme_namespace", "nvme0n1"}}), 56);
@@ -359,13 +330,12 @@ TEST_F(BpfNvmeofCollectorTest, ControllerDetailStagesCarryTheControllerNotTheNam
 }
 
 TEST_F(BpfNvmeofCollectorTest, TargetStagesAtControllerDetailHaveNoPort) {
-  auto fake = std::make_unique<FakeNvmeof>();
-  fake->snap.names = {{kSubsys, "nqn.2024-01.io.example:sub1"}};
   auto stage = Series(kSubsys, kTarget, NVMEOF_KIND_STAGE, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 5, 3000);
   stage.key.detail = NVMEOF_DETAIL_CONTROLLER;
   stage.key.port = 0;
-  fake->snap.series = {Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 42, 0), stage};
-  MetricSink sink = Collect(std::move(fake));
+  MetricSink sink =
+      Collect(MakeFakeNvmeof({{kSubsys, "nqn.2024-01.io.example:sub1"}},
+                             {Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 42, 0), stage}));
   EXPECT_EQ(Value(sink, "nvmeof_commands_total", {{"nvmet_port", "2"}}), 42);
   auto s = Select(sink, "nvmeof_stage_latency_seconds",
                   {{"nqn", "nqn.2024-01.io.example:sub1"}, {"stage", "residence"}});
@@ -376,13 +346,11 @@ TEST_F(BpfNvmeofCollectorTest, TargetStagesAtControllerDetailHaveNoPort) {
 TEST_F(BpfNvmeofCollectorTest, NodeDetailSumsStagesOverControllersPerTransport) {
   Write("class/nvme/nvme3/transport", "rdma\n");
   options_.bpf.stage_detail = "node";
-  auto fake = std::make_unique<FakeNvmeof>();
-  fake->snap.names = {{kDisk, "nvme0c1n1"}};
   auto a = Series(1, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 7, 2000);
   auto b = Series(3, kHost, NVMEOF_KIND_STAGE, NVMEOF_HP_SETUP, NVMEOF_HP_POSTED, 4, 2000);
   a.key.detail = b.key.detail = NVMEOF_DETAIL_CONTROLLER;
-  fake->snap.series = {Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 56, 0), a, b};
-  MetricSink sink = Collect(std::move(fake));
+  MetricSink sink = Collect(MakeFakeNvmeof(
+      {{kDisk, "nvme0c1n1"}}, {Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 56, 0), a, b}));
   auto s = Select(sink, "nvmeof_stage_latency_seconds", {{"stage", "driver_submit"}});
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0]->histogram.sample_count, 11u);
@@ -397,24 +365,20 @@ TEST_F(BpfNvmeofCollectorTest, CommandDetailSumsNamespacesAndPorts) {
   std::filesystem::create_directories(root_ + "/block/nvme0c1n2");
   std::filesystem::create_symlink("../../class/nvme/nvme1", root_ + "/block/nvme0c1n2/device");
   auto snapshot = [&] {
-    auto fake = std::make_unique<FakeNvmeof>();
-    fake->snap.names = {
-        {kDisk, "nvme0c1n1"}, {kDisk + 1, "nvme0c1n2"}, {kSubsys, "nqn.2024-01.io.example:sub1"}};
     auto port3 =
         Series(kSubsys, kTarget, NVMEOF_KIND_TOTAL, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 6, 4000);
     port3.key.port = 3;
     auto port3_count = Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 60, 0);
     port3_count.key.port = 3;
-    fake->snap.series = {
-        Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 80, 0),
-        Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 30, 0),
-        Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 8, 9000),
-        Series(kDisk + 1, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 3, 20000),
-        Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 50, 0),
-        Series(kSubsys, kTarget, NVMEOF_KIND_TOTAL, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 5, 3000),
-        port3_count,
-        port3};
-    return fake;
+    return MakeFakeNvmeof(
+        {{kDisk, "nvme0c1n1"}, {kDisk + 1, "nvme0c1n2"}, {kSubsys, "nqn.2024-01.io.example:sub1"}},
+        {Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 80, 0),
+         Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 30, 0),
+         Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 8, 9000),
+         Series(kDisk + 1, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 3, 20000),
+         Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 50, 0),
+         Series(kSubsys, kTarget, NVMEOF_KIND_TOTAL, NVMEOF_TP_INIT, NVMEOF_TP_DONE, 5, 3000),
+         port3_count, port3});
   };
   MetricSink sink = Collect(snapshot());
   auto host = Select(sink, "nvmeof_command_latency_seconds", {{"role", "host"}});

@@ -4,31 +4,23 @@
 // programs make at each bpf.stage_detail. Counts series, not time: deterministic.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "collectors/bpf.h"
 #include "collectors/registry.h"
 #include "loader/bpf_options.h"
 #include "loader/nvmeof.h"
+#include "tests/unit/fake_nvmeof.h"
 #include "tests/unit/scratch_tree.h"
 
 namespace nvmeof {
 namespace {
-
-class ShapeSource : public NvmeofSource {
- public:
-  NvmeofSnapshot snap;
-  bool Read(NvmeofSnapshot* out) override {
-    *out = snap;
-    return true;
-  }
-  AttachPlan Plan() const override { return {}; }
-  void Forget(const std::vector<std::uint64_t>&) override {}
-};
 
 struct Series {
   std::size_t histograms = 0;
@@ -85,7 +77,7 @@ class CardinalityTest : public ScratchTree {
     options_.paths.configfs = root_ + "/kernel/config";
   }
 
-  void Add(ShapeSource& src, nvmeof_series key, std::uint64_t count) {
+  void Add(FakeNvmeof& src, nvmeof_series key, std::uint64_t count) {
     NvmeofSeries s;
     s.key = key;
     s.hist.count = count;
@@ -95,11 +87,34 @@ class CardinalityTest : public ScratchTree {
     src.snap.series.push_back(s);
   }
 
+  // The series of one (namespace or subsystem port, op): its command count (8,000 commands)
+  // keyed `commands`, and 1,000 commands from the first of `points` to the last (the end to end)
+  // and between each two neighbours (the stages), keyed `stage`: the key at the stage detail,
+  // where the end to end is kept too when it is in the nv_paths entry. At controller detail the
+  // kernel has one stage key per controller: a host's 8 namespaces add to it 8 times over.
+  void AddCommands(FakeNvmeof& src, nvmeof_series commands, const nvmeof_series& stage,
+                   const std::vector<std::uint8_t>& points) {
+    commands.kind = NVMEOF_KIND_COMMANDS;
+    Add(src, commands, 8000);
+    nvmeof_series k = NvmeofTotalInPaths(options_.bpf) ? stage : commands;
+    k.kind = NVMEOF_KIND_TOTAL;
+    k.from = points.front();
+    k.to = points.back();
+    Add(src, k, 1000);
+    k = stage;
+    k.kind = NVMEOF_KIND_STAGE;
+    for (std::size_t p = 0; p + 1 < points.size(); ++p) {
+      k.from = points[p];
+      k.to = points[p + 1];
+      Add(src, k, 1000);
+    }
+  }
+
   // The host: RDMA path disks nvme0c<ctrl>n<ns>, 6 host stages per (namespace, op).
-  void Host(ShapeSource& src, std::uint8_t detail) {
-    const std::uint8_t points[] = {NVMEOF_HP_ALLOC, NVMEOF_HP_SETUP,    NVMEOF_HP_POSTED,
-                                   NVMEOF_HP_SENT,  NVMEOF_HP_RESPONSE, NVMEOF_HP_COMPLETE,
-                                   NVMEOF_HP_END};
+  void Host(FakeNvmeof& src, std::uint8_t detail) {
+    const std::vector<std::uint8_t> points = {
+        NVMEOF_HP_ALLOC,    NVMEOF_HP_SETUP,    NVMEOF_HP_POSTED, NVMEOF_HP_SENT,
+        NVMEOF_HP_RESPONSE, NVMEOF_HP_COMPLETE, NVMEOF_HP_END};
     for (int c = 0; c < 4; ++c) {
       Write("class/nvme/nvme" + std::to_string(c) + "/transport", "rdma\n");
       for (int n = 1; n <= 8; ++n) {
@@ -114,25 +129,12 @@ class CardinalityTest : public ScratchTree {
           k.id = id;
           k.role = NVMEOF_ROLE_HOST;
           k.op = op;
-          k.kind = NVMEOF_KIND_COMMANDS;
-          Add(src, k, 8000);
           nvmeof_series stage = k;
           if (detail == NVMEOF_DETAIL_CONTROLLER) {
             stage.id = static_cast<std::uint64_t>(c);
             stage.detail = NVMEOF_DETAIL_CONTROLLER;
           }
-          if (NvmeofTotalInPaths(options_.bpf)) k = stage;  // the end to end in its entry
-          k.kind = NVMEOF_KIND_TOTAL;
-          k.from = NVMEOF_HP_ALLOC;
-          k.to = NVMEOF_HP_END;
-          Add(src, k, 1000);  // at controller detail in the entry: 8 times over, as below
-          k = stage;
-          k.kind = NVMEOF_KIND_STAGE;
-          for (int p = 0; p + 1 < 7; ++p) {
-            k.from = points[p];
-            k.to = points[p + 1];
-            Add(src, k, 1000);  // at controller detail: the kernel's one key, 8 times over
-          }
+          AddCommands(src, k, stage, points);
         }
       }
     }
@@ -140,7 +142,7 @@ class CardinalityTest : public ScratchTree {
 
   // The target: 16 subsystems x 2 ports over RDMA; reads: receive, submit, storage, response;
   // writes add data_transfer.
-  void Target(ShapeSource& src, std::uint8_t detail) {
+  void Target(FakeNvmeof& src, std::uint8_t detail) {
     for (int s = 0; s < 16; ++s) {
       const std::string nqn = "nqn.2024-01.io.example:sub" + std::to_string(s);
       Write("kernel/config/nvmet/subsystems/" + nqn + "/attr_serial", "1\n");
@@ -154,43 +156,22 @@ class CardinalityTest : public ScratchTree {
           k.trtype = NVMEOF_TRTYPE_RDMA;
           k.port = port;
           k.op = op;
-          k.kind = NVMEOF_KIND_COMMANDS;
-          Add(src, k, 8000);
           nvmeof_series stage = k;
           if (detail == NVMEOF_DETAIL_CONTROLLER) {
             stage.port = 0;
             stage.detail = NVMEOF_DETAIL_CONTROLLER;
           }
-          if (NvmeofTotalInPaths(options_.bpf)) k = stage;
-          k.kind = NVMEOF_KIND_TOTAL;
-          k.from = NVMEOF_TP_RECV;
-          k.to = NVMEOF_TP_SENT;
-          Add(src, k, 1000);
-          k = stage;
-          k.kind = NVMEOF_KIND_STAGE;
           std::vector<std::uint8_t> pts = {NVMEOF_TP_RECV, NVMEOF_TP_INIT};
           if (op == NVMEOF_OP_WRITE) pts.push_back(NVMEOF_TP_DATA);
           pts.insert(pts.end(), {NVMEOF_TP_EXEC, NVMEOF_TP_DONE, NVMEOF_TP_SENT});
-          for (std::size_t p = 0; p + 1 < pts.size(); ++p) {
-            k.from = pts[p];
-            k.to = pts[p + 1];
-            Add(src, k, 1000);
-          }
+          AddCommands(src, k, stage, pts);
         }
       }
     }
   }
 
-  Series Collect(std::unique_ptr<ShapeSource> src) {
-    NvmeofLoad nv;
-    nv.availability = {true, "ok", ""};
-    nv.source = std::move(src);
-    BlockLoad block;
-    block.availability = {true, "ok", ""};
-    auto c = NewBpfCollectorFrom(options_, std::move(block), std::move(nv));
-    MetricSink sink;
-    EXPECT_TRUE(c->Collect(sink));
-    return Count(sink);
+  Series Collect(std::unique_ptr<FakeNvmeof> src) {
+    return Count(CollectNvmeof(options_, std::move(src)));
   }
 
   CollectorOptions options_;
@@ -204,26 +185,37 @@ constexpr std::size_t kTextBudget = 10000;
 // Issue 12's memory budget: BPF map memory for the host at most 16 MiB at 64 CPUs.
 constexpr std::uint64_t kMemoryBudget = 16ULL << 20;
 
+// Fails where `n` is over either series budget; prints its counts, named `what`.
+void ExpectWithinSeriesBudget(const Series& n, const char* what) {
+  EXPECT_LE(n.native, kNativeBudget) << what;
+  EXPECT_LE(n.text, kTextBudget) << what;
+  std::printf("%s: %zu histograms, %zu native series, %zu text series\n", what, n.histograms,
+              n.native, n.text);
+}
+
+// The bytes of nv_hists and nv_paths at 64 CPUs, the end to end in the nv_paths entries (the
+// default); prints them, named `what`.
+std::uint64_t MapBytesAt64Cpus(const NvmeofSnapshot& snap, const char* what) {
+  const std::uint64_t bytes = HistMapBytes(snap, 64, true);
+  std::printf("%s: nv_hists + nv_paths %.1f MiB at 64 CPUs\n", what, double(bytes) / (1 << 20));
+  return bytes;
+}
+
 TEST_F(CardinalityTest, HostWithinBudgetAtDefaultDetail) {
   ASSERT_EQ(options_.bpf.stage_detail, "controller");  // the default
-  auto src = std::make_unique<ShapeSource>();
+  auto src = std::make_unique<FakeNvmeof>();
   Host(*src, NVMEOF_DETAIL_CONTROLLER);
   ASSERT_TRUE(NvmeofTotalInPaths(options_.bpf));  // the end to end per controller too
-  const std::uint64_t bytes = HistMapBytes(src->snap, 64, true);
+  const std::uint64_t bytes = MapBytesAt64Cpus(src->snap, "host, controller detail");
   EXPECT_EQ(bytes, 8u * (24 + 7 * 1760 * 64));
   EXPECT_LE(bytes, kMemoryBudget);
-  std::printf("host, controller detail: nv_hists + nv_paths %.1f MiB at 64 CPUs\n",
-              double(bytes) / (1 << 20));
   Series n = Collect(std::move(src));
   RecordProperty("histograms", std::to_string(n.histograms));
   RecordProperty("text", std::to_string(n.text));
   ASSERT_EQ(options_.bpf.command_detail, "controller");  // the default
   EXPECT_EQ(n.histograms, 4u * 2 * 6 + 4 * 2);           // stages and end to end per controller
   EXPECT_EQ(n.native, n.histograms + 64);  // + nvmeof_commands_total per namespace and op
-  EXPECT_LE(n.native, kNativeBudget);
-  EXPECT_LE(n.text, kTextBudget);
-  std::printf("host, controller detail: %zu histograms, %zu native series, %zu text series\n",
-              n.histograms, n.native, n.text);
+  ExpectWithinSeriesBudget(n, "host, controller detail");
 }
 
 // Stage detail per namespace still fits the series budget, but not the memory budget: why
@@ -231,33 +223,25 @@ TEST_F(CardinalityTest, HostWithinBudgetAtDefaultDetail) {
 TEST_F(CardinalityTest, NamespaceDetailFitsTheSeriesButNotTheMemoryBudget) {
   options_.bpf.stage_detail = "namespace";
   options_.bpf.command_detail = "namespace";
-  auto src = std::make_unique<ShapeSource>();
+  auto src = std::make_unique<FakeNvmeof>();
   Host(*src, NVMEOF_DETAIL_NAMESPACE);
   ASSERT_TRUE(NvmeofTotalInPaths(options_.bpf));
-  const std::uint64_t bytes = HistMapBytes(src->snap, 64, true);
+  const std::uint64_t bytes = MapBytesAt64Cpus(src->snap, "host, namespace detail");
   EXPECT_EQ(bytes, 64u * (24 + 7 * 1760 * 64));
   EXPECT_GT(bytes, kMemoryBudget);
-  std::printf("host, namespace detail: nv_hists + nv_paths %.1f MiB at 64 CPUs\n",
-              double(bytes) / (1 << 20));
   Series n = Collect(std::move(src));
   EXPECT_EQ(n.histograms, 32u * 2 * 7);
-  EXPECT_LE(n.native, kNativeBudget);
-  EXPECT_LE(n.text, kTextBudget);
-  std::printf("host, namespace detail: %zu histograms, %zu native series, %zu text series\n",
-              n.histograms, n.native, n.text);
+  ExpectWithinSeriesBudget(n, "host, namespace detail");
 }
 
 TEST_F(CardinalityTest, TargetAndHostAndTargetWithinBudgetAtDefaultDetail) {
-  auto target = std::make_unique<ShapeSource>();
+  auto target = std::make_unique<FakeNvmeof>();
   Target(*target, NVMEOF_DETAIL_CONTROLLER);
   Series t = Collect(std::move(target));
   EXPECT_EQ(t.histograms, 16u * (4 + 5) + 16 * 2);  // end to end per subsystem, not port
-  EXPECT_LE(t.native, kNativeBudget);
-  EXPECT_LE(t.text, kTextBudget);
-  std::printf("target, controller detail: %zu histograms, %zu native series, %zu text series\n",
-              t.histograms, t.native, t.text);
+  ExpectWithinSeriesBudget(t, "target, controller detail");
 
-  auto both = std::make_unique<ShapeSource>();
+  auto both = std::make_unique<FakeNvmeof>();
   Host(*both, NVMEOF_DETAIL_CONTROLLER);
   Target(*both, NVMEOF_DETAIL_CONTROLLER);
   // Never map_full: the default ceiling at 64 CPUs holds both roles' nv_paths entries (the
@@ -273,16 +257,12 @@ TEST_F(CardinalityTest, TargetAndHostAndTargetWithinBudgetAtDefaultDetail) {
   EXPECT_LT(entries.size(), HistMapEntries(options_.bpf.map_memory_max, sizeof(nvmeof_series),
                                            sizeof(nvmeof_path_hists), 64, 16, NVMEOF_SERIES_MAX));
   EXPECT_EQ(HistMapBytes(both->snap, 64, true), 40u * (24 + 7 * 1760 * 64));
-  Series b = Collect(std::move(both));
-  EXPECT_LE(b.native, kNativeBudget);
-  EXPECT_LE(b.text, kTextBudget);
-  std::printf("host and target, controller detail: %zu histograms, %zu native, %zu text\n",
-              b.histograms, b.native, b.text);
+  ExpectWithinSeriesBudget(Collect(std::move(both)), "host and target, controller detail");
 }
 
 TEST_F(CardinalityTest, NodeDetailKeepsOneStageSeriesPerTransport) {
   options_.bpf.stage_detail = "node";
-  auto src = std::make_unique<ShapeSource>();
+  auto src = std::make_unique<FakeNvmeof>();
   Host(*src, NVMEOF_DETAIL_CONTROLLER);  // node detail is controller detail in the kernel
   Series n = Collect(std::move(src));
   EXPECT_EQ(n.histograms, 2u * 6 + 4 * 2);

@@ -12,82 +12,71 @@
 #include "collectors/registry.h"
 #include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
+#include "tests/unit/tree_collector.h"
 
 namespace nvmeof {
 namespace {
 
 namespace fs = std::filesystem;
 
-class NvmeHostFixture : public ::testing::Test {
- protected:
-  void SetUp() override {
-    CollectorOptions o;
-    o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
-    o.nvme_host.inventory = true;  // every family; the default's are checked below
-    ok_ = NewNvmeHostCollector(o)->Collect(sink_);
-  }
-  MetricSink sink_;
-  bool ok_ = false;
-};
+// Scraped with every family (nvme_host.inventory); the default's are checked below.
+constexpr TreeCollector kNvmeHost = {NewNvmeHostCollector, &Paths::sysfs, "sysfs",
+                                     [](CollectorOptions& o) { o.nvme_host.inventory = true; }};
 
-TEST_F(NvmeHostFixture, SucceedsWithoutSkips) {
-  EXPECT_TRUE(ok_);
-  EXPECT_EQ(sink_.skipped(), 0u);
-}
+using NvmeHostFixture = FixtureScrape<kNvmeHost>;
+
+TEST_F(NvmeHostFixture, SucceedsWithoutSkips) { ExpectSucceededWithoutSkips(); }
 
 TEST_F(NvmeHostFixture, ControllerInfoLabels) {
   auto info = Select(sink_, "nvmeof_controller_info");
   ASSERT_EQ(info.size(), 4u);
   const std::string host = "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0035-4b10-8044-b4c04f4d3232";
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme0"}})[0]),
-            (LabelMap{{"controller", "nvme0"},
-                      {"transport", "rdma"},
-                      {"traddr", "10.0.0.1"},
-                      {"trsvcid", "4420"},
-                      {"host_traddr", ""},
-                      {"host_iface", ""},
-                      {"src_addr", ""},
-                      {"nqn", "nqn.2024-06.io.example:ssd-pool"},
-                      {"hostnqn", host},
-                      {"cntlid", "1"},
-                      {"nvme_subsystem", "nvme-subsys0"}}));
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme1"}})[0]),
-            (LabelMap{{"controller", "nvme1"},
-                      {"transport", "tcp"},
-                      {"traddr", "192.168.1.10"},
-                      {"trsvcid", "4421"},
-                      {"host_traddr", ""},
-                      {"host_iface", ""},
-                      {"src_addr", "192.168.1.2"},
-                      {"nqn", "nqn.2024-06.io.example:null-test"},
-                      {"hostnqn", host},
-                      {"cntlid", "2"},
-                      {"nvme_subsystem", "nvme-subsys1"}}));
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme2"}})[0]),
-            (LabelMap{{"controller", "nvme2"},
-                      {"transport", "tcp"},
-                      {"traddr", "192.168.2.10"},
-                      {"trsvcid", "4421"},
-                      {"host_traddr", "192.168.2.2"},
-                      {"host_iface", ""},
-                      {"src_addr", ""},
-                      {"nqn", "nqn.2024-06.io.example:null-test"},
-                      {"hostnqn", host},
-                      {"cntlid", "3"},
-                      {"nvme_subsystem", "nvme-subsys1"}}));
-  // pcie: the address is the PCI function, no host NQN.
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_controller_info", {{"controller", "nvme3"}})[0]),
-            (LabelMap{{"controller", "nvme3"},
-                      {"transport", "pcie"},
-                      {"traddr", "0000:03:00.0"},
-                      {"trsvcid", ""},
-                      {"host_traddr", ""},
-                      {"host_iface", ""},
-                      {"src_addr", ""},
-                      {"nqn", "nqn.1994-11.com.samsung:nvme:980PRO:M.2:S5GXNX0T123456M"},
-                      {"hostnqn", ""},
-                      {"cntlid", "6"},
-                      {"nvme_subsystem", "nvme-subsys3"}}));
+  ExpectSeriesLabels(sink_, "nvmeof_controller_info", {"controller"},
+                     {{{"controller", "nvme0"},
+                       {"transport", "rdma"},
+                       {"traddr", "10.0.0.1"},
+                       {"trsvcid", "4420"},
+                       {"host_traddr", ""},
+                       {"host_iface", ""},
+                       {"src_addr", ""},
+                       {"nqn", "nqn.2024-06.io.example:ssd-pool"},
+                       {"hostnqn", host},
+                       {"cntlid", "1"},
+                       {"nvme_subsystem", "nvme-subsys0"}},
+                      {{"controller", "nvme1"},
+                       {"transport", "tcp"},
+                       {"traddr", "192.168.1.10"},
+                       {"trsvcid", "4421"},
+                       {"host_traddr", ""},
+                       {"host_iface", ""},
+                       {"src_addr", "192.168.1.2"},
+                       {"nqn", "nqn.2024-06.io.example:null-test"},
+                       {"hostnqn", host},
+                       {"cntlid", "2"},
+                       {"nvme_subsystem", "nvme-subsys1"}},
+                      {{"controller", "nvme2"},
+                       {"transport", "tcp"},
+                       {"traddr", "192.168.2.10"},
+                       {"trsvcid", "4421"},
+                       {"host_traddr", "192.168.2.2"},
+                       {"host_iface", ""},
+                       {"src_addr", ""},
+                       {"nqn", "nqn.2024-06.io.example:null-test"},
+                       {"hostnqn", host},
+                       {"cntlid", "3"},
+                       {"nvme_subsystem", "nvme-subsys1"}},
+                      // pcie: the address is the PCI function, no host NQN.
+                      {{"controller", "nvme3"},
+                       {"transport", "pcie"},
+                       {"traddr", "0000:03:00.0"},
+                       {"trsvcid", ""},
+                       {"host_traddr", ""},
+                       {"host_iface", ""},
+                       {"src_addr", ""},
+                       {"nqn", "nqn.1994-11.com.samsung:nvme:980PRO:M.2:S5GXNX0T123456M"},
+                       {"hostnqn", ""},
+                       {"cntlid", "6"},
+                       {"nvme_subsystem", "nvme-subsys3"}}});
   for (const auto* m : info) EXPECT_EQ(m->gauge.value, 1);
 }
 
@@ -147,14 +136,14 @@ TEST_F(NvmeHostFixture, DiagCounters) {
 
 TEST_F(NvmeHostFixture, SubsystemInfo) {
   ASSERT_EQ(Select(sink_, "nvmeof_subsystem_info").size(), 3u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_subsystem_info", {{"nvme_subsystem", "nvme-subsys1"}})[0]),
-            (LabelMap{{"nvme_subsystem", "nvme-subsys1"},
-                      {"nqn", "nqn.2024-06.io.example:null-test"},
-                      {"subsystype", "nvm"},
-                      {"iopolicy", "round-robin"},
-                      {"model", "Linux"},  // space padding trimmed
-                      {"serial", "3c2b1a0f9e8d7c6b5a49"},
-                      {"firmware_rev", "6.1.0-28"}}));
+  ExpectSeriesLabels(sink_, "nvmeof_subsystem_info", {"nvme_subsystem"},
+                     {{{"nvme_subsystem", "nvme-subsys1"},
+                       {"nqn", "nqn.2024-06.io.example:null-test"},
+                       {"subsystype", "nvm"},
+                       {"iopolicy", "round-robin"},
+                       {"model", "Linux"},  // space padding trimmed
+                       {"serial", "3c2b1a0f9e8d7c6b5a49"},
+                       {"firmware_rev", "6.1.0-28"}}});
   EXPECT_EQ(Select(sink_, "nvmeof_subsystem_info",
                    {{"nvme_subsystem", "nvme-subsys3"},
                     {"model", "Samsung SSD 980 PRO 1TB"},
@@ -166,11 +155,11 @@ TEST_F(NvmeHostFixture, SubsystemInfo) {
 
 TEST_F(NvmeHostFixture, Namespaces) {
   ASSERT_EQ(Select(sink_, "nvmeof_namespace_info").size(), 3u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_namespace_info", {{"nvme_namespace", "nvme1n1"}})[0]),
-            (LabelMap{{"nvme_subsystem", "nvme-subsys1"},
-                      {"nvme_namespace", "nvme1n1"},
-                      {"nsid", "1"},
-                      {"nqn", "nqn.2024-06.io.example:null-test"}}));
+  ExpectSeriesLabels(sink_, "nvmeof_namespace_info", {"nvme_namespace"},
+                     {{{"nvme_subsystem", "nvme-subsys1"},
+                       {"nvme_namespace", "nvme1n1"},
+                       {"nsid", "1"},
+                       {"nqn", "nqn.2024-06.io.example:null-test"}}});
   EXPECT_EQ(Select(sink_, "nvmeof_namespace_info",
                    {{"nvme_namespace", "nvme0n1"}, {"nvme_subsystem", "nvme-subsys0"}})
                 .size(),
@@ -225,11 +214,8 @@ TEST_F(NvmeHostFixture, PathsAndAnaState) {
 
 // Layouts met on real systems (tests/fixtures/layouts/README.md).
 MetricSink CollectLayout(const std::string& tree, bool* ok) {
-  CollectorOptions o;
-  o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/layouts/" + tree + "/sysfs";
-  o.nvme_host.inventory = true;
   MetricSink sink;
-  *ok = NewNvmeHostCollector(o)->Collect(sink);
+  *ok = kNvmeHost.Collect(FixturePath("layouts/" + tree + "/sysfs"), sink);
   return sink;
 }
 
@@ -325,10 +311,8 @@ TEST(NvmeHostLayouts, DiagPathCounters) {
 }
 
 TEST(NvmeHostFilter, IncludeOneController) {
-  CollectorOptions o;
-  o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
+  CollectorOptions o = kNvmeHost.EveryFamily(FixturePath("sysfs"));
   o.nvme_host.controllers.include = std::regex("nvme1");
-  o.nvme_host.inventory = true;
   MetricSink sink;
   ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(sink));
   ASSERT_EQ(Select(sink, "nvmeof_controller_info").size(), 1u);
@@ -348,23 +332,10 @@ constexpr const char* kInventoryFamilies[] = {"nvmeof_subsystem_info",
                                               "nvmeof_controller_fast_io_fail_timeout_seconds"};
 
 TEST(NvmeHostInventory, OffByDefaultOnWithTheOption) {
-  CollectorOptions o;
-  o.paths.sysfs = std::string(NVMEOF_FIXTURES) + "/sysfs";
-  EXPECT_FALSE(o.nvme_host.inventory);
-  MetricSink off, on;
-  ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(off));
-  o.nvme_host.inventory = true;
-  ASSERT_TRUE(NewNvmeHostCollector(o)->Collect(on));
-  for (const char* f : kInventoryFamilies) {
-    EXPECT_TRUE(Select(off, f).empty()) << f;
-    EXPECT_FALSE(Select(on, f).empty()) << f;
-  }
-  EXPECT_EQ(on.families().size(), off.families().size() + std::size(kInventoryFamilies));
-  EXPECT_EQ(off.skipped(), 0u);
-  for (const char* f : {"nvmeof_controller_info", "nvmeof_namespace_info", "nvmeof_path_info",
-                        "nvmeof_controller_state", "nvmeof_path_ana_state"}) {
-    EXPECT_EQ(Select(off, f).size(), Select(on, f).size()) << f;
-  }
+  EXPECT_FALSE(kNvmeHost.Defaults(FixturePath("sysfs")).nvme_host.inventory);
+  ExpectEveryFamilyAdds(kNvmeHost, kInventoryFamilies,
+                        {"nvmeof_controller_info", "nvmeof_namespace_info", "nvmeof_path_info",
+                         "nvmeof_controller_state", "nvmeof_path_ana_state"});
 }
 
 TEST(NvmeHostInventory, ParsedFromTheSection) {
@@ -381,7 +352,7 @@ TEST(NvmeHostInventory, ParsedFromTheSection) {
 }
 
 // A scratch sysfs tree for odd inputs.
-class NvmeHostScratch : public ScratchTree {
+class NvmeHostScratch : public ScratchScrape<kNvmeHost> {
  protected:
   // A minimal fabrics controller: everything a scrape needs except `address`.
   void Controller(const std::string& name, const std::string& state = "live") {
@@ -392,12 +363,6 @@ class NvmeHostScratch : public ScratchTree {
   LabelMap InfoOf(const MetricSink& sink, const std::string& ctrl) {
     auto sel = Select(sink, "nvmeof_controller_info", {{"controller", ctrl}});
     return sel.size() == 1 ? ToMap(*sel[0]) : LabelMap{};
-  }
-  bool Collect(MetricSink& sink) {
-    CollectorOptions o;
-    o.paths.sysfs = root_;
-    o.nvme_host.inventory = true;
-    return NewNvmeHostCollector(o)->Collect(sink);
   }
 };
 
@@ -510,20 +475,10 @@ TEST_F(NvmeHostScratch, OddValuesAreSkipped) {
       1u);
 }
 
-TEST_F(NvmeHostScratch, EmptyRootIsSuccessWithoutSeries) {
-  MetricSink sink;
-  EXPECT_TRUE(Collect(sink));
-  EXPECT_TRUE(sink.Empty());
-  EXPECT_EQ(sink.skipped(), 0u);
-}
+TEST_F(NvmeHostScratch, EmptyRootIsSuccessWithoutSeries) { ExpectEmptySuccess(*NewCollector()); }
 
 TEST(NvmeHostMissing, NonexistentRootIsSuccessWithoutSeries) {
-  CollectorOptions o;
-  o.paths.sysfs = "/nonexistent/sysfs";
-  MetricSink sink;
-  EXPECT_TRUE(NewNvmeHostCollector(o)->Collect(sink));
-  EXPECT_TRUE(sink.Empty());
-  EXPECT_EQ(sink.skipped(), 0u);
+  ExpectEmptySuccess(*NewNvmeHostCollector(kNvmeHost.Defaults("/nonexistent/sysfs")));
 }
 
 TEST(NvmeHostReal, RunsOnThisMachine) {

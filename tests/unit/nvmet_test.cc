@@ -12,6 +12,7 @@
 #include "collectors/registry.h"
 #include "tests/unit/scratch_tree.h"
 #include "tests/unit/sink_query.h"
+#include "tests/unit/tree_collector.h"
 
 namespace nvmeof {
 namespace {
@@ -21,31 +22,22 @@ namespace fs = std::filesystem;
 const std::string kNqnA = "nqn.2024-06.io.example:ssd-pool";
 const std::string kNqnB = "nqn.2024-06.io.example:null-test";
 
-class NvmetFixture : public ::testing::Test {
- protected:
-  void SetUp() override {
-    CollectorOptions o;
-    o.paths.configfs = std::string(NVMEOF_FIXTURES) + "/configfs";
-    o.nvmet.inventory = true;  // every family; the default's are checked below
-    ok_ = NewNvmetCollector(o)->Collect(sink_);
-  }
-  MetricSink sink_;
-  bool ok_ = false;
-};
+// Scraped with every family (nvmet.inventory); the default's are checked below.
+constexpr TreeCollector kNvmet = {NewNvmetCollector, &Paths::configfs, "configfs",
+                                  [](CollectorOptions& o) { o.nvmet.inventory = true; }};
 
-TEST_F(NvmetFixture, SucceedsWithoutSkips) {
-  EXPECT_TRUE(ok_);
-  EXPECT_EQ(sink_.skipped(), 0u);
-}
+using NvmetFixture = FixtureScrape<kNvmet>;
+
+TEST_F(NvmetFixture, SucceedsWithoutSkips) { ExpectSucceededWithoutSkips(); }
 
 TEST_F(NvmetFixture, SubsystemInfo) {
   ASSERT_EQ(Select(sink_, "nvmeof_target_subsystem_info").size(), 2u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_subsystem_info", {{"nqn", kNqnA}})[0]),
-            (LabelMap{{"nqn", kNqnA},
-                      {"serial", "9d4b8c1f2e3a5b6c7d8e"},
-                      {"model", "Linux"},
-                      {"version", "1.3"},
-                      {"allow_any_host", "0"}}));
+  ExpectSeriesLabels(sink_, "nvmeof_target_subsystem_info", {"nqn"},
+                     {{{"nqn", kNqnA},
+                       {"serial", "9d4b8c1f2e3a5b6c7d8e"},
+                       {"model", "Linux"},
+                       {"version", "1.3"},
+                       {"allow_any_host", "0"}}});
   EXPECT_EQ(Select(sink_, "nvmeof_target_subsystem_info", {{"nqn", kNqnB}, {"allow_any_host", "1"}})
                 .size(),
             1u);
@@ -53,13 +45,12 @@ TEST_F(NvmetFixture, SubsystemInfo) {
 
 TEST_F(NvmetFixture, Namespaces) {
   ASSERT_EQ(Select(sink_, "nvmeof_target_namespace_info").size(), 3u);
-  EXPECT_EQ(
-      ToMap(*Select(sink_, "nvmeof_target_namespace_info", {{"nqn", kNqnA}, {"nsid", "1"}})[0]),
-      (LabelMap{{"nqn", kNqnA},
-                {"nsid", "1"},
-                {"device_path", "/dev/nvme0n1"},
-                {"device_uuid", "6f9a3c52-8d1e-4b7a-9c2f-0e5d4a3b2c1d"},
-                {"ana_grpid", "1"}}));
+  ExpectSeriesLabels(sink_, "nvmeof_target_namespace_info", {"nqn", "nsid"},
+                     {{{"nqn", kNqnA},
+                       {"nsid", "1"},
+                       {"device_path", "/dev/nvme0n1"},
+                       {"device_uuid", "6f9a3c52-8d1e-4b7a-9c2f-0e5d4a3b2c1d"},
+                       {"ana_grpid", "1"}}});
   EXPECT_EQ(Select(sink_, "nvmeof_target_namespace_info",
                    {{"nqn", kNqnB}, {"nsid", "1"}, {"device_path", "/dev/nullb0"}})
                 .size(),
@@ -85,18 +76,17 @@ TEST_F(NvmetFixture, AllowedHosts) {
 
 TEST_F(NvmetFixture, Ports) {
   ASSERT_EQ(Select(sink_, "nvmeof_target_port_info").size(), 3u);
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_port_info", {{"nvmet_port", "1"}})[0]),
-            (LabelMap{{"nvmet_port", "1"},
-                      {"trtype", "rdma"},
-                      {"traddr", "10.0.0.1"},
-                      {"trsvcid", "4420"},
-                      {"adrfam", "ipv4"}}));
-  EXPECT_EQ(ToMap(*Select(sink_, "nvmeof_target_port_info", {{"nvmet_port", "2"}})[0]),
-            (LabelMap{{"nvmet_port", "2"},
-                      {"trtype", "tcp"},
-                      {"traddr", "192.168.1.10"},
-                      {"trsvcid", "4421"},
-                      {"adrfam", "ipv4"}}));
+  ExpectSeriesLabels(sink_, "nvmeof_target_port_info", {"nvmet_port"},
+                     {{{"nvmet_port", "1"},
+                       {"trtype", "rdma"},
+                       {"traddr", "10.0.0.1"},
+                       {"trsvcid", "4420"},
+                       {"adrfam", "ipv4"}},
+                      {{"nvmet_port", "2"},
+                       {"trtype", "tcp"},
+                       {"traddr", "192.168.1.10"},
+                       {"trsvcid", "4421"},
+                       {"adrfam", "ipv4"}}});
   auto links = Select(sink_, "nvmeof_target_port_subsystem");
   ASSERT_EQ(links.size(), 3u);
   EXPECT_EQ(ToMap(*links[0]), (LabelMap{{"nvmet_port", "1"}, {"nqn", kNqnA}}));
@@ -118,39 +108,17 @@ TEST_F(NvmetFixture, AnaGroupStateIsOneHot) {
   }
 }
 
-class NvmetScratch : public ScratchTree {
- protected:
-  bool Collect(MetricSink& sink) {
-    CollectorOptions o;
-    o.paths.configfs = root_;
-    o.nvmet.inventory = true;
-    return NewNvmetCollector(o)->Collect(sink);
-  }
-};
+using NvmetScratch = ScratchScrape<kNvmet>;
 
 // The families nvmet.inventory adds (docs/fleet.md): none of them at the default; the namespace,
 // port and ANA series the rules join on are the same either way.
 TEST(NvmetInventory, OffByDefaultOnWithTheOption) {
-  CollectorOptions o;
-  o.paths.configfs = std::string(NVMEOF_FIXTURES) + "/configfs";
-  EXPECT_FALSE(o.nvmet.inventory);
-  MetricSink off, on;
-  ASSERT_TRUE(NewNvmetCollector(o)->Collect(off));
-  o.nvmet.inventory = true;
-  ASSERT_TRUE(NewNvmetCollector(o)->Collect(on));
+  EXPECT_FALSE(kNvmet.Defaults(FixturePath("configfs")).nvmet.inventory);
   const char* added[] = {"nvmeof_target_subsystem_info", "nvmeof_target_namespace_enabled",
                          "nvmeof_target_allowed_host", "nvmeof_target_port_subsystem"};
-  for (const char* f : added) {
-    EXPECT_TRUE(Select(off, f).empty()) << f;
-    EXPECT_FALSE(Select(on, f).empty()) << f;
-  }
-  EXPECT_EQ(on.families().size(), off.families().size() + std::size(added));
-  EXPECT_EQ(off.skipped(), 0u);
-  for (const char* f : {"nvmeof_target_namespace_info", "nvmeof_target_port_info",
-                        "nvmeof_target_ana_group_state"}) {
-    EXPECT_FALSE(Select(off, f).empty()) << f;
-    EXPECT_EQ(Select(off, f).size(), Select(on, f).size()) << f;
-  }
+  ExpectEveryFamilyAdds(
+      kNvmet, added,
+      {"nvmeof_target_namespace_info", "nvmeof_target_port_info", "nvmeof_target_ana_group_state"});
 }
 
 TEST(NvmetInventory, ParsedFromTheSection) {
@@ -196,24 +164,15 @@ TEST_F(NvmetScratch, OddFiles) {
 }
 
 TEST_F(NvmetScratch, EmptyRootIsSuccessWithoutSeries) {
-  MetricSink sink;
-  EXPECT_TRUE(Collect(sink));  // configfs without nvmet: module not loaded
-  EXPECT_TRUE(sink.Empty());
+  ExpectEmptySuccess(*NewCollector());  // configfs without nvmet: module not loaded
   fs::create_directories(root_ + "/nvmet/subsystems");
   fs::create_directories(root_ + "/nvmet/ports");
   fs::create_directories(root_ + "/nvmet/hosts");
-  EXPECT_TRUE(Collect(sink));  // loaded, nothing configured
-  EXPECT_TRUE(sink.Empty());
-  EXPECT_EQ(sink.skipped(), 0u);
+  ExpectEmptySuccess(*NewCollector());  // loaded, nothing configured
 }
 
 TEST(NvmetMissing, NonexistentRootIsSuccessWithoutSeries) {
-  CollectorOptions o;
-  o.paths.configfs = "/nonexistent/configfs";
-  MetricSink sink;
-  EXPECT_TRUE(NewNvmetCollector(o)->Collect(sink));
-  EXPECT_TRUE(sink.Empty());
-  EXPECT_EQ(sink.skipped(), 0u);
+  ExpectEmptySuccess(*NewNvmetCollector(kNvmet.Defaults("/nonexistent/configfs")));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "collectors/rdma_counter_map.h"
 #include "collectors/registry.h"
@@ -78,6 +79,12 @@ std::optional<double> Value(const MetricSink& sink, std::string_view family, con
                                                     : found[0]->gauge.value;
 }
 
+// The value of each family in `want` (family, value) on the series with the labels `on`.
+void ExpectValues(const MetricSink& sink, const Labels& on,
+                  const std::vector<std::pair<std::string, double>>& want) {
+  for (const auto& [family, value] : want) EXPECT_EQ(Value(sink, family, on), value) << family;
+}
+
 std::string Label(const prometheus::ClientMetric& m, std::string_view name) {
   for (const auto& l : m.label) {
     if (l.name == name) return l.value;
@@ -100,6 +107,13 @@ class TempSysfs {
     Write(p + "phys_state", "5: LinkUp");
     Write(p + "rate", rate);
     Write(p + "link_layer", "Ethernet");
+  }
+  // Files of hw_counters/ (name, value): a port's, or the device's where `port` is empty.
+  void HwCounters(const std::string& dev, const std::string& port,
+                  const std::vector<std::pair<std::string, std::string>>& counters) const {
+    const std::string dir =
+        "class/infiniband/" + dev + (port.empty() ? "" : "/ports/" + port) + "/hw_counters/";
+    for (const auto& [name, value] : counters) Write(dir + name, value);
   }
 
  private:
@@ -164,31 +178,21 @@ TEST(RdmaCollector, PortStateIsOneHot) {
   double sum = 0;
   for (const auto* m : states) sum += m->gauge.value;
   EXPECT_EQ(sum, 1);
-  EXPECT_EQ(
-      Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_0"}, {"state", "ACTIVE"}}), 1);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_0"}, {"state", "DOWN"}}),
-            0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_2"}, {"state", "DOWN"}}),
-            1);
-  EXPECT_EQ(
-      Value(s.sink, "nvmeof_rdma_port_state", {{"rdma_device", "mlx5_2"}, {"state", "ACTIVE"}}), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_state",
-                  {{"rdma_device", "mlx5_0"}, {"state", "ACTIVE_DEFER"}}),
-            0);
+  // A one-hot family's series for (device, state).
+  auto one_hot = [&](const char* family, const std::string& dev, const std::string& state) {
+    return Value(s.sink, family, {{"rdma_device", dev}, {"state", state}});
+  };
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_state", "mlx5_0", "ACTIVE"), 1);
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_state", "mlx5_0", "DOWN"), 0);
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_state", "mlx5_2", "DOWN"), 1);
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_state", "mlx5_2", "ACTIVE"), 0);
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_state", "mlx5_0", "ACTIVE_DEFER"), 0);
 
   EXPECT_EQ(Find(s.sink, "nvmeof_rdma_port_phys_state", {{"rdma_device", "mlx5_0"}}).size(), 7u);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
-                  {{"rdma_device", "mlx5_0"}, {"state", "LinkUp"}}),
-            1);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
-                  {{"rdma_device", "mlx5_2"}, {"state", "Disabled"}}),
-            1);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
-                  {{"rdma_device", "mlx5_2"}, {"state", "LinkUp"}}),
-            0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_phys_state",
-                  {{"rdma_device", "siw0"}, {"state", "Phy Test"}}),
-            0);
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_phys_state", "mlx5_0", "LinkUp"), 1);
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_phys_state", "mlx5_2", "Disabled"), 1);
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_phys_state", "mlx5_2", "LinkUp"), 0);
+  EXPECT_EQ(one_hot("nvmeof_rdma_port_phys_state", "siw0", "Phy Test"), 0);
 }
 
 TEST(RdmaCollector, PortRateInBytesPerSecond) {
@@ -271,15 +275,15 @@ TEST(RdmaCollector, StateNumberOutsideTheTableIsAllZeroAndCounted) {
 
 TEST(RdmaCollector, PortCountersBytesAreFourByteWords) {
   auto s = ScrapeRdmaDetail(kSysfs);
-  const Labels mlx = {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}};
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_transmit_bytes_total", mlx), 1843827611239.0 * 4);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_receive_bytes_total", mlx), 2511037748021.0 * 4);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_transmit_packets_total", mlx), 2230472981);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_receive_packets_total", mlx), 2712950443);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_unicast_transmit_packets_total", mlx), 2230470112);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_unicast_receive_packets_total", mlx), 2712947031);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_multicast_transmit_packets_total", mlx), 2869);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_port_multicast_receive_packets_total", mlx), 3412);
+  ExpectValues(s.sink, {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}},
+               {{"nvmeof_rdma_port_transmit_bytes_total", 1843827611239.0 * 4},
+                {"nvmeof_rdma_port_receive_bytes_total", 2511037748021.0 * 4},
+                {"nvmeof_rdma_port_transmit_packets_total", 2230472981},
+                {"nvmeof_rdma_port_receive_packets_total", 2712950443},
+                {"nvmeof_rdma_port_unicast_transmit_packets_total", 2230470112},
+                {"nvmeof_rdma_port_unicast_receive_packets_total", 2712947031},
+                {"nvmeof_rdma_port_multicast_transmit_packets_total", 2869},
+                {"nvmeof_rdma_port_multicast_receive_packets_total", 3412}});
   EXPECT_EQ(s.sink.Find("nvmeof_rdma_port_transmit_bytes_total")->type,
             prometheus::MetricType::Counter);
 
@@ -390,24 +394,25 @@ TEST(RdmaCollector, HwCountersGenericPortAndDeviceScope) {
 TEST(RdmaCollector, StableNamesMlx5) {
   auto s = ScrapeRdmaDetail(kSysfs);
   const Labels p = {{"rdma_device", "mlx5_0"}, {"rdma_port", "1"}};
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 201316);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 158233);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_ignored_total", p), 19);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_ecn_marked_packets_total", p), 201774);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total", p), 3391);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", p), 842);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_implied_nak_sequence_errors_total", p), 5);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_local_ack_timeout_errors_total", p), 64);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_nak_errors_total", p), 11);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_duplicate_requests_total", p), 27);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retry_exceeded_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_retry_exceeded_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_buffer_discards_total", p), 1207);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_requester_cqe_errors_total", p), 3);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_responder_cqe_errors_total", p), 2);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_remote_access_errors_total", p), 1);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_write_requests_total", p), 48211903);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_read_requests_total", p), 12804417);
+  ExpectValues(s.sink, p,
+               {{"nvmeof_rdma_cnp_sent_total", 201316},
+                {"nvmeof_rdma_cnp_handled_total", 158233},
+                {"nvmeof_rdma_cnp_ignored_total", 19},
+                {"nvmeof_rdma_ecn_marked_packets_total", 201774},
+                {"nvmeof_rdma_out_of_sequence_total", 3391},
+                {"nvmeof_rdma_packet_sequence_errors_total", 842},
+                {"nvmeof_rdma_implied_nak_sequence_errors_total", 5},
+                {"nvmeof_rdma_local_ack_timeout_errors_total", 64},
+                {"nvmeof_rdma_rnr_nak_errors_total", 11},
+                {"nvmeof_rdma_duplicate_requests_total", 27},
+                {"nvmeof_rdma_retry_exceeded_errors_total", 0},
+                {"nvmeof_rdma_rnr_retry_exceeded_errors_total", 0},
+                {"nvmeof_rdma_out_of_buffer_discards_total", 1207},
+                {"nvmeof_rdma_requester_cqe_errors_total", 3},
+                {"nvmeof_rdma_responder_cqe_errors_total", 2},
+                {"nvmeof_rdma_remote_access_errors_total", 1},
+                {"nvmeof_rdma_received_write_requests_total", 48211903},
+                {"nvmeof_rdma_received_read_requests_total", 12804417}});
   // mlx5 has no retransmit count and its rdma_tx_* counters are optional (absent here).
   EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_retransmits_total", p));
   EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_transmit_packets_total", p));
@@ -422,55 +427,56 @@ TEST(RdmaCollector, StableNamesMlx5) {
 TEST(RdmaCollector, StableNamesRxe) {
   auto s = ScrapeRdmaDetail(kSysfs);
   const Labels p = {{"rdma_device", "rxe0"}, {"rdma_port", "1"}};
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_transmit_packets_total", p), 3894121);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_receive_packets_total", p), 3901877);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total", p), 17);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", p), 9);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retransmits_total", p), 12);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_duplicate_requests_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_nak_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_naks_sent_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retry_exceeded_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_retry_exceeded_errors_total", p), 0);
+  ExpectValues(s.sink, p,
+               {{"nvmeof_rdma_transmit_packets_total", 3894121},
+                {"nvmeof_rdma_receive_packets_total", 3901877},
+                {"nvmeof_rdma_out_of_sequence_total", 17},
+                {"nvmeof_rdma_packet_sequence_errors_total", 9},
+                {"nvmeof_rdma_retransmits_total", 12},
+                {"nvmeof_rdma_duplicate_requests_total", 0},
+                {"nvmeof_rdma_rnr_nak_errors_total", 0},
+                {"nvmeof_rdma_rnr_naks_sent_total", 0},
+                {"nvmeof_rdma_retry_exceeded_errors_total", 0},
+                {"nvmeof_rdma_rnr_retry_exceeded_errors_total", 0}});
   EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p));  // soft-RoCE does no DCQCN
 }
 
 TEST(RdmaCollector, StableNamesIrdma) {
   auto s = ScrapeRdmaDetail(kSysfs);
   const Labels p = {{"rdma_device", "irdma0"}, {"rdma_port", "1"}};
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_ignored_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_ecn_marked_packets_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retransmits_total", p), 1733);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_write_requests_total", p), 30119874);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_read_requests_total", p), 2210443);
+  ExpectValues(s.sink, p,
+               {{"nvmeof_rdma_cnp_sent_total", 0},
+                {"nvmeof_rdma_cnp_handled_total", 0},
+                {"nvmeof_rdma_cnp_ignored_total", 0},
+                {"nvmeof_rdma_ecn_marked_packets_total", 0},
+                {"nvmeof_rdma_retransmits_total", 1733},
+                {"nvmeof_rdma_received_write_requests_total", 30119874},
+                {"nvmeof_rdma_received_read_requests_total", 2210443}});
 }
 
 TEST(RdmaCollector, StableNamesBnxtReOldNames) {
   auto s = ScrapeRdmaDetail(kSysfs);
   const Labels p = {{"rdma_device", "bnxt_re0"}, {"rdma_port", "1"}};
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", p), 88121);            // tx_cnp_pkts
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_handled_total", p), 61204);         // rx_cnp_pkts
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_ecn_marked_packets_total", p), 88433);  // rx_ecn_marked_pkts
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_local_ack_timeout_errors_total", p), 37);  // to_retransmits
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", p),
-            219);                                                      // seq_err_naks_rcvd
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_nak_errors_total", p), 8);  // rnr_naks_rcvd
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_implied_nak_sequence_errors_total", p), 3);  // missing_resp
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total", p), 1280);     // oos_drop_count
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_duplicate_requests_total", p), 14);    // dup_req
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retry_exceeded_errors_total", p), 0);  // max_retry_exceeded
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_buffer_discards_total", p), 77);  // rx_out_of_buffer
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_receive_discards_total", p), 41);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_transmit_discards_total", p), 2);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_remote_access_errors_total", p), 1);  // remote_access_err
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_remote_invalid_request_errors_total", p), 0);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_transmit_bytes_total", p), 4410236690021);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_receive_bytes_total", p), 4390187342117);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_write_requests_total", p),
-            28103317);                                                           // rx_write_req
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_atomic_requests_total", p), 0);  // rx_atomic_req
+  ExpectValues(s.sink, p,
+               {{"nvmeof_rdma_cnp_sent_total", 88121},                 // tx_cnp_pkts
+                {"nvmeof_rdma_cnp_handled_total", 61204},              // rx_cnp_pkts
+                {"nvmeof_rdma_ecn_marked_packets_total", 88433},       // rx_ecn_marked_pkts
+                {"nvmeof_rdma_local_ack_timeout_errors_total", 37},    // to_retransmits
+                {"nvmeof_rdma_packet_sequence_errors_total", 219},     // seq_err_naks_rcvd
+                {"nvmeof_rdma_rnr_nak_errors_total", 8},               // rnr_naks_rcvd
+                {"nvmeof_rdma_implied_nak_sequence_errors_total", 3},  // missing_resp
+                {"nvmeof_rdma_out_of_sequence_total", 1280},           // oos_drop_count
+                {"nvmeof_rdma_duplicate_requests_total", 14},          // dup_req
+                {"nvmeof_rdma_retry_exceeded_errors_total", 0},        // max_retry_exceeded
+                {"nvmeof_rdma_out_of_buffer_discards_total", 77},      // rx_out_of_buffer
+                {"nvmeof_rdma_receive_discards_total", 41},
+                {"nvmeof_rdma_transmit_discards_total", 2},
+                {"nvmeof_rdma_remote_access_errors_total", 1},  // remote_access_err
+                {"nvmeof_rdma_remote_invalid_request_errors_total", 0},
+                {"nvmeof_rdma_transmit_bytes_total", 4410236690021},
+                {"nvmeof_rdma_receive_bytes_total", 4390187342117},
+                {"nvmeof_rdma_received_write_requests_total", 28103317},  // rx_write_req
+                {"nvmeof_rdma_received_atomic_requests_total", 0}});      // rx_atomic_req
 }
 
 TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
@@ -478,38 +484,40 @@ TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
   // bnxt_re after the 2025 rename, plus an out-of-tree driver's np_cnp_sent next to the upstream
   // np_cnp_pkts: one device, two names for one event.
   t.Port("bnxt_re0", "1", "4: ACTIVE", "100 Gb/sec (4X EDR)");
-  const std::string b = "class/infiniband/bnxt_re0/ports/1/hw_counters/";
-  t.Write(b + "np_cnp_sent", "500");
-  t.Write(b + "np_cnp_pkts", "400");
-  t.Write(b + "local_ack_timeout_err", "7");
-  t.Write(b + "packet_seq_err", "8");
-  t.Write(b + "duplicate_request", "9");
-  t.Write(b + "out_of_sequence", "10");
-  t.Write(b + "lifespan", "10");
+  t.HwCounters("bnxt_re0", "1",
+               {{"np_cnp_sent", "500"},
+                {"np_cnp_pkts", "400"},
+                {"local_ack_timeout_err", "7"},
+                {"packet_seq_err", "8"},
+                {"duplicate_request", "9"},
+                {"out_of_sequence", "10"},
+                {"lifespan", "10"}});
   // irdma with the gen3 names, which contain spaces.
   t.Port("irdma1", "1", "4: ACTIVE", "200 Gb/sec (4X HDR)");
-  const std::string i = "class/infiniband/irdma1/ports/1/hw_counters/";
-  t.Write(i + "RetransSegs", "31");
-  t.Write(i + "RNR received", "4");
-  t.Write(i + "Nak Sequence Error", "5");
-  t.Write(i + "RTO", "6");
-  t.Write(i + "InRdmaReads", "70");
+  t.HwCounters("irdma1", "1",
+               {{"RetransSegs", "31"},
+                {"RNR received", "4"},
+                {"Nak Sequence Error", "5"},
+                {"RTO", "6"},
+                {"InRdmaReads", "70"}});
   auto s = ScrapeRdmaDetail(t.root());
   const Labels bp = {{"rdma_device", "bnxt_re0"}, {"rdma_port", "1"}};
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_cnp_sent_total", bp), 500);  // first in the table wins...
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_hw_counters_total",
                   {{"rdma_device", "bnxt_re0"}, {"counter", "np_cnp_pkts"}}),
             400);  // ...and the other stays generic
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_local_ack_timeout_errors_total", bp), 7);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", bp), 8);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_duplicate_requests_total", bp), 9);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_out_of_sequence_total", bp), 10);
+  ExpectValues(s.sink, bp,
+               {{"nvmeof_rdma_local_ack_timeout_errors_total", 7},
+                {"nvmeof_rdma_packet_sequence_errors_total", 8},
+                {"nvmeof_rdma_duplicate_requests_total", 9},
+                {"nvmeof_rdma_out_of_sequence_total", 10}});
   const Labels ip = {{"rdma_device", "irdma1"}, {"rdma_port", "1"}};
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retransmits_total", ip), 31);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_rnr_nak_errors_total", ip), 4);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_packet_sequence_errors_total", ip), 5);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_local_ack_timeout_errors_total", ip), 6);
-  EXPECT_EQ(Value(s.sink, "nvmeof_rdma_received_read_requests_total", ip), 70);
+  ExpectValues(s.sink, ip,
+               {{"nvmeof_rdma_retransmits_total", 31},
+                {"nvmeof_rdma_rnr_nak_errors_total", 4},
+                {"nvmeof_rdma_packet_sequence_errors_total", 5},
+                {"nvmeof_rdma_local_ack_timeout_errors_total", 6},
+                {"nvmeof_rdma_received_read_requests_total", 70}});
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_hw_counters_total",
                   {{"rdma_device", "irdma1"}, {"counter", "RNR received"}}),
             4);
@@ -519,9 +527,7 @@ TEST(RdmaCollector, NewDriverNamesAndFirstSourceWins) {
 TEST(RdmaCollector, FirstSourceUnreadableIsSkippedNotReplaced) {
   TempSysfs t;
   t.Port("bnxt_re0", "1", "4: ACTIVE", "100 Gb/sec (4X EDR)");
-  const std::string b = "class/infiniband/bnxt_re0/ports/1/hw_counters/";
-  t.Write(b + "np_cnp_sent", "N/A");
-  t.Write(b + "tx_cnp_pkts", "400");
+  t.HwCounters("bnxt_re0", "1", {{"np_cnp_sent", "N/A"}, {"tx_cnp_pkts", "400"}});
   auto s = ScrapeRdma(t.root());
   // Switching sources from scrape to scrape would look like counter resets.
   EXPECT_FALSE(Value(s.sink, "nvmeof_rdma_cnp_sent_total", {{"rdma_device", "bnxt_re0"}}));
@@ -532,8 +538,7 @@ TEST(RdmaCollector, DeviceScopeOnlyDriverGetsStableNames) {
   // cxgb4 style: hw_counters only at device scope.
   TempSysfs t;
   t.Port("cxgb4_0", "1", "4: ACTIVE", "25 Gb/sec (1X EDR)");
-  t.Write("class/infiniband/cxgb4_0/hw_counters/tcpRetransSegs", "99");
-  t.Write("class/infiniband/cxgb4_0/hw_counters/tcpInSegs", "1000");
+  t.HwCounters("cxgb4_0", "", {{"tcpRetransSegs", "99"}, {"tcpInSegs", "1000"}});
   auto s = ScrapeRdma(t.root());
   EXPECT_EQ(Value(s.sink, "nvmeof_rdma_retransmits_total",
                   {{"rdma_device", "cxgb4_0"}, {"rdma_port", "0"}}),

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "base/files.h"
 
@@ -30,6 +32,10 @@ class SysfsFilesTest : public ::testing::Test {
     ASSERT_NE(f, nullptr);
     fwrite(text.data(), 1, text.size(), f);
     fclose(f);
+  }
+  // Puts each (name, text), in order.
+  void Put(std::initializer_list<std::pair<std::string, std::string>> files) {
+    for (const auto& [name, text] : files) Put(name, text);
   }
   // Replaces the file by rename (a new inode), as fixture_traffic.py does.
   void Replace(const std::string& name, const std::string& text) {
@@ -55,13 +61,13 @@ class SysfsFilesTest : public ::testing::Test {
 // Every kind of entry reads as ListDir + ReadU64 would read it, on the first read and on the
 // kept descriptors of the second scrape.
 TEST_F(SysfsFilesTest, CountersSameAsListDirAndReadU64) {
-  Put("b_plain", "12345\n");
-  Put("a_max", "18446744073709551615\n");
-  Put("c_na", "N/A (no PMA)\n");
-  Put("d_empty", "");
-  Put("e_padded", "7" + std::string(300, ' ') + "\n");            // longer than one read
-  Put("f_long", std::string(200, '1') + "\n");                    // too many digits for a u64
-  Put("g_huge", std::string(70 * 1024, '0'));                     // over ReadFile's 64 KiB
+  Put({{"b_plain", "12345\n"},
+       {"a_max", "18446744073709551615\n"},
+       {"c_na", "N/A (no PMA)\n"},
+       {"d_empty", ""},
+       {"e_padded", "7" + std::string(300, ' ') + "\n"},          // longer than one read
+       {"f_long", std::string(200, '1') + "\n"},                  // too many digits for a u64
+       {"g_huge", std::string(70 * 1024, '0')}});                 // over ReadFile's 64 KiB
   ASSERT_EQ(system(("mkdir " + dir_ + "/h_subdir").c_str()), 0);  // unreadable as a file
   SysfsFiles files;
   for (int round = 0; round < 2; ++round) {
@@ -87,10 +93,10 @@ TEST_F(SysfsFilesTest, CountersSameAsListDirAndReadU64) {
 
 // Attributes and listings read as ReadFile and ListDir do, kept open between scrapes.
 TEST_F(SysfsFilesTest, AttributesAndListingsSameAsReadFileAndListDir) {
-  Put("node_type", "1: CA\n");
-  Put("fw_ver", "16.35.2000  \n");
-  Put("empty", "");
-  Put("huge", std::string(70 * 1024, 'x'));
+  Put({{"node_type", "1: CA\n"},
+       {"fw_ver", "16.35.2000  \n"},
+       {"empty", ""},
+       {"huge", std::string(70 * 1024, 'x')}});
   ASSERT_EQ(mkdir((dir_ + "/ports").c_str(), 0700), 0);
   SysfsFiles files;
   for (int round = 0; round < 2; ++round) {
@@ -110,8 +116,7 @@ TEST_F(SysfsFilesTest, AttributesAndListingsSameAsReadFileAndListDir) {
 }
 
 TEST_F(SysfsFilesTest, KeptFilesSeeNewValuesAndReplacedFiles) {
-  Put("rx", "1\n");
-  Put("tx", "2\n");
+  Put({{"rx", "1\n"}, {"tx", "2\n"}});
   SysfsFiles files;
   EXPECT_EQ(Value(files, "rx"), 1u);
   EXPECT_EQ(files.open_files(), 3u);
@@ -125,8 +130,7 @@ TEST_F(SysfsFilesTest, KeptFilesSeeNewValuesAndReplacedFiles) {
 }
 
 TEST_F(SysfsFilesTest, FilesThatComeAndGo) {
-  Put("a", "1\n");
-  Put("b", "2\n");
+  Put({{"a", "1\n"}, {"b", "2\n"}});
   SysfsFiles files;
   ASSERT_EQ(files.ReadCounters(dir_)->size(), 2u);
   files.Sweep();
