@@ -1,5 +1,6 @@
 #include "base/metric_sink.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -50,6 +51,13 @@ bool Servable(double value, prometheus::MetricType type) {
   return std::isfinite(value) || type == prometheus::MetricType::Gauge;
 }
 
+// UTF-8 characters (code points) in a valid UTF-8 string: the bytes that start one.
+size_t Utf8Chars(std::string_view s) {
+  size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 }  // namespace
 
 prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_view help,
@@ -77,7 +85,7 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_vie
   auto [it, inserted] = index_.try_emplace(std::string(name), families_.size());
   if (inserted) {
     families_.push_back({std::string(name), std::string(help), type, {}});
-    native_.emplace_back();
+    side_.emplace_back();
     seen_.emplace_back();
   }
   if (!Unique(it->second, labels)) {
@@ -85,13 +93,16 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_vie
     return nullptr;
   }
   auto& family = families_[it->second];
-  if (!native_[it->second].empty()) native_[it->second].emplace_back();
+  if (!side_[it->second].empty()) side_[it->second].emplace_back();
   family.metric.emplace_back();
   family.metric.back().label = std::move(labels);
+  last_.family = it->second;
+  last_.metric = family.metric.size() - 1;
   return &family.metric.back();
 }
 
 void MetricSink::Gauge(std::string_view name, std::string_view help, Labels labels, double value) {
+  Asked(prometheus::MetricType::Gauge);
   if (!Servable(value, prometheus::MetricType::Gauge)) return Skip();
   if (auto* m = Add(name, help, prometheus::MetricType::Gauge, std::move(labels))) {
     m->gauge.value = value;
@@ -100,6 +111,7 @@ void MetricSink::Gauge(std::string_view name, std::string_view help, Labels labe
 
 void MetricSink::Counter(std::string_view name, std::string_view help, Labels labels,
                          double value) {
+  Asked(prometheus::MetricType::Counter);
   if (!Servable(value, prometheus::MetricType::Counter)) return Skip();
   if (auto* m = Add(name, help, prometheus::MetricType::Counter, std::move(labels))) {
     m->counter.value = value;
@@ -110,15 +122,11 @@ void MetricSink::Histogram(std::string_view name, std::string_view help, Labels 
                            const std::vector<double>& upper_bounds,
                            const std::vector<std::uint64_t>& cumulative, std::uint64_t count,
                            double sum, std::shared_ptr<const NativeHistogram> native) {
+  Asked(prometheus::MetricType::Histogram);
   if (!Servable(sum, prometheus::MetricType::Histogram)) return Skip();
   auto* m = Add(name, help, prometheus::MetricType::Histogram, std::move(labels));
   if (!m) return;
-  if (native) {
-    const size_t f = index_.at(std::string(name));
-    auto& side = native_[f];
-    side.resize(families_[f].metric.size());
-    side.back() = std::move(native);
-  }
+  if (native) LastSide().native = std::move(native);
   auto& h = m->histogram;
   h.sample_count = count;
   h.sample_sum = sum;
@@ -127,6 +135,63 @@ void MetricSink::Histogram(std::string_view name, std::string_view help, Labels 
     h.bucket.push_back({cumulative[i], upper_bounds[i]});
   }
   h.bucket.push_back({count, std::numeric_limits<double>::infinity()});
+}
+
+void MetricSink::Exemplars(std::vector<Exemplar> exemplars) {
+  if (exemplars.empty()) return;
+  if (last_.type != prometheus::MetricType::Histogram) {
+    Anomaly("exemplar_without_histogram", exemplars.size());
+    return;
+  }
+  if (last_.family == kNone) return;  // the histogram was skipped or dropped: counted there
+  const auto& buckets = families_[last_.family].metric[last_.metric].histogram.bucket;
+  const SeriesSide* before = SideOf(last_.family, last_.metric);
+  std::vector<BucketExemplar> merged;
+  if (before && before->exemplars) merged = *before->exemplars;
+  for (auto& e : exemplars) {
+    if (!ExemplarOk(&e)) continue;
+    size_t b = 0;  // the first bucket whose bound is >= the value; the last is +Inf
+    while (b + 1 < buckets.size() && !(buckets[b].upper_bound >= e.value)) ++b;
+    auto it = std::lower_bound(merged.begin(), merged.end(), b,
+                               [](const BucketExemplar& x, size_t v) { return x.bucket < v; });
+    if (it == merged.end() || it->bucket != b) {
+      merged.insert(it, {b, std::move(e)});
+    } else if (e.value > it->exemplar.value) {
+      it->exemplar = std::move(e);
+    }
+  }
+  if (merged.empty()) return;
+  LastSide().exemplars = std::make_shared<const std::vector<BucketExemplar>>(std::move(merged));
+}
+
+bool MetricSink::ExemplarOk(Exemplar* e) {
+  bool ok = std::isfinite(e->value) && std::isfinite(e->timestamp) && e->timestamp >= 0;
+  size_t chars = 0;
+  for (size_t i = 0; i < e->labels.size(); ++i) {
+    auto& label = e->labels[i];
+    ok = ok && IsValidLabelName(label.name);
+    for (size_t j = 0; j < i; ++j) ok = ok && e->labels[j].name != label.name;
+    if (SanitizeLabelValue(&label.value)) ++sanitized_;
+    chars += Utf8Chars(label.name) + Utf8Chars(label.value);
+  }
+  if (!ok) {
+    Anomaly("exemplar_invalid");
+    return false;
+  }
+  if (chars > kMaxExemplarLabelChars) {
+    Anomaly("exemplar_too_long");
+    return false;
+  }
+  return true;
+}
+
+void MetricSink::Created(double unix_seconds) {
+  if (last_.family == kNone || !(std::isfinite(unix_seconds) && unix_seconds > 0)) return;
+  if (last_.type != prometheus::MetricType::Counter &&
+      last_.type != prometheus::MetricType::Histogram) {
+    return;
+  }
+  LastSide().created = unix_seconds;
 }
 
 bool MetricSink::Unique(size_t f, const Labels& labels) {
@@ -156,31 +221,44 @@ void MetricSink::Anomaly(std::string_view reason, size_t n) {
 
 std::vector<prometheus::MetricFamily> MetricSink::Take() {
   index_.clear();
-  native_.clear();
+  side_.clear();
   seen_.clear();
+  last_ = {};
   return std::move(families_);
 }
 
+const SeriesSide* MetricSink::SideOf(size_t family, size_t metric) const {
+  if (family >= side_.size() || metric >= side_[family].size()) return nullptr;
+  return &side_[family][metric];
+}
+
 const NativeHistogram* MetricSink::NativeOf(size_t family, size_t metric) const {
-  if (family >= native_.size() || metric >= native_[family].size()) return nullptr;
-  return native_[family][metric].get();
+  const SeriesSide* side = SideOf(family, metric);
+  return side ? side->native.get() : nullptr;
+}
+
+SeriesSide& MetricSink::LastSide() {
+  auto& side = side_[last_.family];
+  side.resize(families_[last_.family].metric.size());
+  return side[last_.metric];
 }
 
 size_t MetricSink::Append(MetricSink&& other) {
   skipped_ += other.skipped_;
   sanitized_ += other.sanitized_;
   for (const auto& [reason, n] : other.anomalies_) Anomaly(reason, n);
-  auto native = std::move(other.native_);
+  auto sides = std::move(other.side_);
   auto seen = std::move(other.seen_);
   auto families = other.Take();
+  last_ = {};
   size_t dropped = 0;
   for (size_t f = 0; f < families.size(); ++f) {
     auto& family = families[f];
-    auto& side = native[f];
+    auto& side = sides[f];
     auto [it, inserted] = index_.try_emplace(family.name, families_.size());
     if (inserted) {
       families_.push_back(std::move(family));
-      native_.push_back(std::move(side));
+      side_.push_back(std::move(side));
       seen_.push_back(std::move(seen[f]));
       continue;
     }
@@ -188,9 +266,9 @@ size_t MetricSink::Append(MetricSink&& other) {
     // sets of both halves are checked against each other.
     const size_t d = it->second;
     auto& dst = families_[d].metric;
-    auto& dst_side = native_[d];
-    const bool native_any = !side.empty() || !dst_side.empty();
-    if (native_any) {
+    auto& dst_side = side_[d];
+    const bool side_any = !side.empty() || !dst_side.empty();
+    if (side_any) {
       dst_side.resize(dst.size());
       side.resize(family.metric.size());
     }
@@ -201,7 +279,7 @@ size_t MetricSink::Append(MetricSink&& other) {
         continue;
       }
       dst.push_back(std::move(family.metric[m]));
-      if (native_any) dst_side.push_back(std::move(side[m]));
+      if (side_any) dst_side.push_back(std::move(side[m]));
     }
   }
   return dropped;

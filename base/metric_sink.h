@@ -12,6 +12,7 @@
 #include <prometheus/metric_family.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,37 @@ struct NativeHistogram {
 void SetNativeBuckets(NativeHistogram* h, std::int32_t first, const std::uint64_t* counts,
                       size_t n);
 
+// An example observation of a histogram series (OpenMetrics exemplar): which I/O it was, its
+// value, when. Served on the classic bucket it falls in (OpenMetrics text, protobuf Bucket) and,
+// with a timestamp, on the native histogram (protobuf Histogram.exemplars); text 0.0.4 has none.
+struct Exemplar {
+  Labels labels;         // e.g. {{"command", "h-123456789"}}; names+values <= 128 UTF-8 chars
+  double value = 0;      // the observed value (seconds)
+  double timestamp = 0;  // unix seconds; 0 = none
+};
+
+// One exemplar on classic bucket `bucket` (an index into ClientMetric::Histogram::bucket).
+struct BucketExemplar {
+  size_t bucket = 0;
+  Exemplar exemplar;
+};
+
+// What a series carries beside prometheus::ClientMetric, which has no place for it: native
+// buckets, exemplars, a created timestamp. Shared and immutable parts are held by pointer, so the
+// scraper's copy of a run's sink copies pointers, not buckets.
+struct SeriesSide {
+  std::shared_ptr<const NativeHistogram> native;
+  // Ascending by bucket, at most one per bucket; nullptr or empty: none.
+  std::shared_ptr<const std::vector<BucketExemplar>> exemplars;
+  double created = 0;  // unix seconds (counters, histograms); 0 = none
+};
+
+// The side data of families[family].metric[metric], or nullptr (none): what the writers take.
+using SideLookup = std::function<const SeriesSide*(size_t family, size_t metric)>;
+
+// The longest exemplar label set OpenMetrics allows: names and values, in UTF-8 characters.
+inline constexpr size_t kMaxExemplarLabelChars = 128;
+
 class MetricSink {
  public:
   void Gauge(std::string_view name, std::string_view help, Labels labels, double value);
@@ -68,9 +100,25 @@ class MetricSink {
                  const std::vector<std::uint64_t>& cumulative, std::uint64_t count, double sum,
                  std::shared_ptr<const NativeHistogram> native = nullptr);
 
+  // Attaches exemplars to the series added last, which must be a histogram (else they are
+  // dropped and counted as anomaly "exemplar_without_histogram"; after a histogram that was
+  // itself dropped, e.g. a duplicate, they are dropped silently). Each goes on the first classic
+  // bucket whose upper bound is >= its value (+Inf otherwise); at most one per bucket, the larger
+  // value wins (also against exemplars attached before). Label values are sanitized as series'
+  // are; an exemplar whose labels exceed kMaxExemplarLabelChars is dropped (anomaly
+  // "exemplar_too_long"), one with a NaN or infinite value, a negative or non-finite timestamp
+  // or an invalid label name too (anomaly "exemplar_invalid").
+  void Exemplars(std::vector<Exemplar> exemplars);
+  // Sets the created timestamp (unix seconds) of the series added last (counter or histogram;
+  // ignored otherwise, and for a value that is not finite and positive).
+  void Created(double unix_seconds);
+
   // The native buckets of families()[f].metric[m], or nullptr (not a histogram, or classic
-  // only). Valid until the next change to the sink; families_ and native_ stay in step.
+  // only). Valid until the next change to the sink; families_ and side_ stay in step.
   const NativeHistogram* NativeOf(size_t family, size_t metric) const;
+  // Everything families()[f].metric[m] carries beside the model, or nullptr (nothing, as an
+  // empty SeriesSide says too). Valid until the next change to the sink.
+  const SeriesSide* SideOf(size_t family, size_t metric) const;
 
   // A state as one-hot gauges: one series per entry of `states` (label "state"), 1 for the one
   // whose kernel spelling is `current`. Unreadable (nullopt) is a skipped series; so is a state
@@ -102,9 +150,9 @@ class MetricSink {
   // per process at debug level.
   size_t sanitized() const { return sanitized_; }
 
-  // Moves everything collected so far out, in insertion order (without native buckets).
+  // Moves everything collected so far out, in insertion order (without the side data).
   std::vector<prometheus::MetricFamily> Take();
-  // Everything collected so far, in insertion order; NativeOf indexes it.
+  // Everything collected so far, in insertion order; NativeOf and SideOf index it.
   const std::vector<prometheus::MetricFamily>& families() const { return families_; }
   // Moves `other`'s series in; a series already here is dropped. Returns how many were
   // dropped (counted here as skipped and as anomaly "duplicate_series").
@@ -118,11 +166,26 @@ class MetricSink {
   prometheus::ClientMetric* Add(std::string_view name, std::string_view help,
                                 prometheus::MetricType type, Labels labels);
 
+  // The series a Gauge, Counter or Histogram call asked for last, for Exemplars and Created:
+  // its type (Untyped before any), and where it went (family kNone: skipped or dropped).
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  struct Last {
+    prometheus::MetricType type = prometheus::MetricType::Untyped;
+    size_t family = kNone;
+    size_t metric = 0;
+  };
+  // Starts a Gauge, Counter or Histogram call: nothing added yet.
+  void Asked(prometheus::MetricType type) { last_ = {type}; }
+  // The side data of the series added last (the family's side list made as long as its series).
+  SeriesSide& LastSide();
+  // Sanitizes an exemplar's label values; false (counted as an anomaly) if it cannot be served.
+  bool ExemplarOk(Exemplar* e);
+
   std::vector<prometheus::MetricFamily> families_;
-  // native_[f][m] belongs to families_[f].metric[m]; native_[f] is empty while the family has
-  // no native histogram (most families), else as long as its metric list. Shared and
-  // immutable, so the scraper's copy of a run's sink copies pointers, not buckets.
-  std::vector<std::vector<std::shared_ptr<const NativeHistogram>>> native_;
+  // side_[f][m] belongs to families_[f].metric[m]; side_[f] is empty while no series of the
+  // family has side data (most families), else as long as its metric list.
+  std::vector<std::vector<SeriesSide>> side_;
+  Last last_;
   std::unordered_map<std::string, size_t> index_;
   // seen_[f]: a 64-bit hash of each label set of families_[f]. A hash seen before is checked
   // against the family's series (rare: only real duplicates and hash collisions get there), so

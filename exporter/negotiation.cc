@@ -87,7 +87,7 @@ Negotiated NegotiateExposition(const char* accept) {
     if (r.q > best_q || (r.q == best_q && format > best.format)) {
       best_q = r.q;
       best.format = format;
-      best.escaping = KnownEscaping(r.escaping) ? std::string(r.escaping) : std::string();
+      best.escaping = KnownEscaping(r.escaping) ? std::string(r.escaping) : kDefaultEscaping;
     }
   }
   return best;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <span>
 
 #include "io/prometheus/client/metrics.pb.h"
 
@@ -124,37 +126,105 @@ pb::MetricType TypeOf(MetricType t) {
   }
 }
 
-// io.prometheus.client.Histogram. Native histograms carry schema, zero bucket, spans and
-// deltas, and their classic buckets only if with_classic; the others their classic buckets.
-void WriteHistogram(const prometheus::ClientMetric::Histogram& in, const NativeHistogram* native,
-                    Encoder* e) {
-  using H = pb::Histogram;
-  e->Uint(H::kSampleCountFieldNumber, in.sample_count);
-  e->Double(H::kSampleSumFieldNumber, in.sample_sum);
-  if (!native || native->with_classic) {
-    for (const auto& b : in.bucket) {
-      if (std::isinf(b.upper_bound)) continue;  // +Inf is optional: sample_count
-      const size_t bucket = e->Begin(H::kBucketFieldNumber);
-      e->Uint(pb::Bucket::kCumulativeCountFieldNumber, b.cumulative_count);
-      e->Double(pb::Bucket::kUpperBoundFieldNumber, b.upper_bound);
-      e->End(bucket);
-    }
+// Fields of upstream client_model (0.6) that Debian's 0.3.0, whose generated classes name the
+// others, does not have yet: created timestamps (Counter 3, Histogram 15) and the native
+// histogram's exemplars (Histogram 16), all messages.
+constexpr std::uint32_t kCounterCreatedTimestamp = 3;
+constexpr std::uint32_t kHistogramCreatedTimestamp = 15;
+constexpr std::uint32_t kHistogramExemplars = 16;
+
+// google.protobuf.Timestamp from unix seconds: whole seconds (floor) and the fraction rounded
+// to the microsecond (a double near today's epoch resolves 0.24 us: finer digits are its error,
+// and 1733500000.123 must reach Prometheus' milliseconds as .123, not .122999907), carried into
+// the seconds at 1 s; each left out when 0 (proto3). The seconds are clamped to the message's
+// range, years 1 to 9999 (NaN to its start).
+void WriteTimestamp(std::uint32_t field, double t, Encoder* e) {
+  constexpr double kMin = -62135596800.0, kMax = 253402300799.0;
+  if (!(t > kMin)) t = kMin;
+  if (t > kMax) t = kMax;
+  const double whole = std::floor(t);
+  auto seconds = static_cast<std::int64_t>(whole);
+  auto micros = static_cast<std::int64_t>(std::llround((t - whole) * 1e6));
+  if (micros >= 1000000) {
+    ++seconds;
+    micros -= 1000000;
   }
-  if (!native) return;
-  e->Sint32(H::kSchemaFieldNumber, native->schema);
-  e->Double(H::kZeroThresholdFieldNumber, native->zero_threshold);
-  e->Uint(H::kZeroCountFieldNumber, native->zero_count);
-  for (const auto& s : native->positive_span) {
+  const std::int64_t nanos = micros * 1000;
+  const size_t body = e->Begin(field);
+  if (seconds != 0) e->Int(1, seconds);  // google.protobuf.Timestamp.seconds
+  if (nanos != 0) e->Int(2, nanos);      // .nanos
+  e->End(body);
+}
+
+// io.prometheus.client.Exemplar: labels, value, and a timestamp where it has one.
+void WriteExemplar(std::uint32_t field, const Exemplar& x, Encoder* e) {
+  const size_t body = e->Begin(field);
+  for (const auto& l : x.labels) {
+    const size_t pair = e->Begin(pb::Exemplar::kLabelFieldNumber);
+    e->String(pb::LabelPair::kNameFieldNumber, l.name);
+    e->String(pb::LabelPair::kValueFieldNumber, l.value);
+    e->End(pair);
+  }
+  e->Double(pb::Exemplar::kValueFieldNumber, x.value);
+  if (x.timestamp != 0) WriteTimestamp(pb::Exemplar::kTimestampFieldNumber, x.timestamp, e);
+  e->End(body);
+}
+
+// The native fields of io.prometheus.client.Histogram (5-13).
+void WriteNative(const NativeHistogram& native, Encoder* e) {
+  using H = pb::Histogram;
+  e->Sint32(H::kSchemaFieldNumber, native.schema);
+  e->Double(H::kZeroThresholdFieldNumber, native.zero_threshold);
+  e->Uint(H::kZeroCountFieldNumber, native.zero_count);
+  for (const auto& s : native.positive_span) {
     const size_t span = e->Begin(H::kPositiveSpanFieldNumber);
     e->Sint32(pb::BucketSpan::kOffsetFieldNumber, s.offset);
     e->Uint(pb::BucketSpan::kLengthFieldNumber, s.length);
     e->End(span);
   }
-  for (auto d : native->positive_delta) e->Sint64(H::kPositiveDeltaFieldNumber, d);
+  for (auto d : native.positive_delta) e->Sint64(H::kPositiveDeltaFieldNumber, d);
+}
+
+// io.prometheus.client.Histogram. Native histograms carry schema, zero bucket, spans and
+// deltas, and their classic buckets only if with_classic; the others their classic buckets.
+// A classic bucket carries its exemplar; an infinite bound (+Inf: sample_count) is left out
+// unless it has one. A native histogram without classic buckets carries the exemplars that have
+// a timestamp in `exemplars` (with classic buckets, Prometheus takes those of the buckets).
+void WriteHistogram(const prometheus::ClientMetric::Histogram& in, const SeriesSide* side,
+                    Encoder* e) {
+  using H = pb::Histogram;
+  const NativeHistogram* native = side ? side->native.get() : nullptr;
+  const std::span<const BucketExemplar> exemplars =
+      side && side->exemplars ? *side->exemplars : std::span<const BucketExemplar>();
+  e->Uint(H::kSampleCountFieldNumber, in.sample_count);
+  e->Double(H::kSampleSumFieldNumber, in.sample_sum);
+  if (!native || native->with_classic) {
+    size_t next = 0;
+    for (size_t i = 0; i < in.bucket.size(); ++i) {
+      const auto& b = in.bucket[i];
+      while (next < exemplars.size() && exemplars[next].bucket < i) ++next;
+      const bool has = next < exemplars.size() && exemplars[next].bucket == i;
+      if (std::isinf(b.upper_bound) && !has) continue;
+      const size_t bucket = e->Begin(H::kBucketFieldNumber);
+      e->Uint(pb::Bucket::kCumulativeCountFieldNumber, b.cumulative_count);
+      e->Double(pb::Bucket::kUpperBoundFieldNumber, b.upper_bound);
+      if (has) WriteExemplar(pb::Bucket::kExemplarFieldNumber, exemplars[next].exemplar, e);
+      e->End(bucket);
+    }
+  }
+  if (native) WriteNative(*native, e);
+  if (side && side->created != 0) WriteTimestamp(kHistogramCreatedTimestamp, side->created, e);
+  if (native && !native->with_classic) {
+    for (const auto& x : exemplars) {
+      if (x.bucket < in.bucket.size() && x.exemplar.timestamp != 0) {
+        WriteExemplar(kHistogramExemplars, x.exemplar, e);
+      }
+    }
+  }
 }
 
 // io.prometheus.client.Metric; fields in field-number order, as libprotobuf writes them.
-void WriteMetric(MetricType type, const prometheus::ClientMetric& m, const NativeHistogram* native,
+void WriteMetric(MetricType type, const prometheus::ClientMetric& m, const SeriesSide* side,
                  Encoder* e) {
   using M = pb::Metric;
   for (const auto& l : m.label) {
@@ -168,6 +238,7 @@ void WriteMetric(MetricType type, const prometheus::ClientMetric& m, const Nativ
     case MetricType::Counter:
       body = e->Begin(M::kCounterFieldNumber);
       e->Double(pb::Counter::kValueFieldNumber, m.counter.value);
+      if (side && side->created != 0) WriteTimestamp(kCounterCreatedTimestamp, side->created, e);
       e->End(body);
       break;
     case MetricType::Gauge:
@@ -198,7 +269,7 @@ void WriteMetric(MetricType type, const prometheus::ClientMetric& m, const Nativ
   if (m.timestamp_ms != 0) e->Int(M::kTimestampMsFieldNumber, m.timestamp_ms);
   if (type == MetricType::Histogram) {
     body = e->Begin(M::kHistogramFieldNumber);
-    WriteHistogram(m.histogram, native, e);
+    WriteHistogram(m.histogram, side, e);
     e->End(body);
   }
 }
@@ -206,6 +277,21 @@ void WriteMetric(MetricType type, const prometheus::ClientMetric& m, const Nativ
 }  // namespace
 
 void AppendProtobuf(std::span<const prometheus::MetricFamily> families, const NativeLookup& native,
+                    std::string* out) {
+  if (!native) return AppendProtobuf(families, SideLookup(), out);
+  SeriesSide side;  // a view: the native buckets are the lookup's, not owned
+  AppendProtobuf(
+      families,
+      [&](size_t f, size_t m) -> const SeriesSide* {
+        const NativeHistogram* n = native(f, m);
+        if (!n) return nullptr;
+        side.native = std::shared_ptr<const NativeHistogram>(std::shared_ptr<void>(), n);
+        return &side;
+      },
+      out);
+}
+
+void AppendProtobuf(std::span<const prometheus::MetricFamily> families, const SideLookup& side,
                     std::string* out) {
   Encoder e(out);
   using F = pb::MetricFamily;
@@ -216,10 +302,10 @@ void AppendProtobuf(std::span<const prometheus::MetricFamily> families, const Na
     e.String(F::kNameFieldNumber, in.name);
     if (!in.help.empty()) e.String(F::kHelpFieldNumber, in.help);
     e.Int(F::kTypeFieldNumber, TypeOf(in.type));
-    const bool histograms = in.type == MetricType::Histogram && native;
+    const bool sides = (in.type == MetricType::Histogram || in.type == MetricType::Counter) && side;
     for (size_t m = 0; m < in.metric.size(); ++m) {
       const size_t metric = e.Begin(F::kMetricFieldNumber);
-      WriteMetric(in.type, in.metric[m], histograms ? native(f, m) : nullptr, &e);
+      WriteMetric(in.type, in.metric[m], sides ? side(f, m) : nullptr, &e);
       e.End(metric);
     }
     e.End(family);
@@ -230,7 +316,7 @@ void AppendProtobuf(std::span<const prometheus::MetricFamily> families, const Na
 std::string SerializeProtobuf(const MetricSink& sink) {
   std::string out;
   AppendProtobuf(
-      sink.families(), [&sink](size_t f, size_t m) { return sink.NativeOf(f, m); }, &out);
+      sink.families(), [&sink](size_t f, size_t m) { return sink.SideOf(f, m); }, &out);
   return out;
 }
 

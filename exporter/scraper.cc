@@ -354,7 +354,8 @@ MetricSink Scraper::CollectAll(Duration timeout) {
       self.Gauge("nvmeof_exporter_collector_anomalies",
                  "Odd source data the collector met this scrape, by reason: duplicate_series "
                  "(dropped), unknown_state (a one-hot served all 0), state_number_mismatch "
-                 "(served by the number); only reasons seen this scrape.",
+                 "(served by the number), exemplar_without_histogram, exemplar_too_long, "
+                 "exemplar_invalid (exemplars dropped); only reasons seen this scrape.",
                  {{"collector", s.name}, {"reason", reason}}, static_cast<double>(n));
     }
     self.Counter("nvmeof_exporter_collector_timeouts_total",
@@ -379,13 +380,15 @@ std::string Scraper::Scrape(Duration timeout, Exposition format) {
   const size_t last = hint.load(std::memory_order_relaxed);
   std::string out;
   out.reserve(last + last / 8);
+  // Native buckets, exemplars and created timestamps: protobuf and OpenMetrics (text 0.0.4 has
+  // no place for them).
+  const SideLookup side = [&sink](size_t f, size_t m) { return sink.SideOf(f, m); };
   switch (format) {
     case Exposition::kProtobuf:
-      AppendProtobuf(
-          sink.families(), [&sink](size_t f, size_t m) { return sink.NativeOf(f, m); }, &out);
+      AppendProtobuf(sink.families(), side, &out);
       break;
     case Exposition::kOpenMetrics:
-      AppendOpenMetrics(sink.families(), &out);
+      AppendOpenMetrics(sink.families(), side, &out);
       break;
     case Exposition::kText:
       AppendText(sink.families(), &out);

@@ -13,6 +13,7 @@ namespace {
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
+using ExemplarSpan = std::span<const BucketExemplar>;
 
 // Label values escape backslash, double quote and newline; HELP escapes backslash and newline.
 template <bool kQuote>
@@ -35,6 +36,21 @@ void AppendUnsigned(std::uint64_t v, std::string* out) {
   out->append(buf, r.ptr);
 }
 
+void AppendSigned(std::int64_t v, std::string* out) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
+}
+
+// OpenMetrics timestamps, in seconds: 1700000000.123, the shortest digits that read back as the
+// same double, never an exponent (beyond 1e63, which no clock reaches: the value's own format).
+void AppendSeconds(double v, std::string* out) {
+  char buf[80];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
+  if (r.ec != std::errc() || !std::isfinite(v)) return AppendTextDouble(v, out);
+  out->append(buf, r.ptr);
+}
+
 // One series' lines share their start: the name, then its labels. Labels are escaped once per
 // series into `labels` (`a="x",b="y"`, no braces) and copied into each line.
 class SeriesWriter {
@@ -44,8 +60,8 @@ class SeriesWriter {
       : out_(out), open_metrics_(open_metrics) {}
 
   void Start(const MetricFamily& family, const ClientMetric& metric) {
-    family_ = &family;
     metric_ = &metric;
+    name_ = family.name;
     labels_.clear();
     for (const auto& l : metric.label) {
       if (!labels_.empty()) labels_.push_back(',');
@@ -56,9 +72,13 @@ class SeriesWriter {
     }
   }
 
+  // The name lines start with (Head), the family's unless changed (OpenMetrics' counter
+  // `_created` line is named without `_total`).
+  void Name(std::string_view name) { name_ = name; }
+
   // `name` + suffix + {labels} + ' '.
   void Head(std::string_view suffix) {
-    *out_ += family_->name;
+    *out_ += name_;
     *out_ += suffix;
     if (!labels_.empty()) {
       out_->push_back('{');
@@ -70,7 +90,7 @@ class SeriesWriter {
 
   // The same with one more label whose value is already text (le="...", quantile="...").
   void Head(std::string_view suffix, std::string_view extra_name, std::string_view extra_value) {
-    *out_ += family_->name;
+    *out_ += name_;
     *out_ += suffix;
     out_->push_back('{');
     if (!labels_.empty()) {
@@ -83,17 +103,31 @@ class SeriesWriter {
     *out_ += "\"} ";
   }
 
-  void Tail() {
+  // The series' timestamp if it has one, an exemplar if given (OpenMetrics only), '\n'.
+  void Tail(const Exemplar* exemplar = nullptr) {
     if (metric_->timestamp_ms != 0) {
       out_->push_back(' ');
-      char buf[32];
-      const auto r =
-          open_metrics_  // seconds, as 1700000000.123 (the shortest digits, never an exponent)
-              ? std::to_chars(buf, buf + sizeof(buf),
-                              static_cast<double>(metric_->timestamp_ms) / 1000,
-                              std::chars_format::fixed)
-              : std::to_chars(buf, buf + sizeof(buf), metric_->timestamp_ms);
-      out_->append(buf, r.ptr);
+      if (open_metrics_) {
+        AppendSeconds(static_cast<double>(metric_->timestamp_ms) / 1000, out_);
+      } else {
+        AppendSigned(metric_->timestamp_ms, out_);
+      }
+    }
+    if (exemplar) {  // ` # {a="b"} value[ timestamp]`
+      *out_ += " # {";
+      for (size_t i = 0; i < exemplar->labels.size(); ++i) {
+        if (i) out_->push_back(',');
+        *out_ += exemplar->labels[i].name;
+        *out_ += "=\"";
+        AppendEscaped<true>(exemplar->labels[i].value, out_);
+        out_->push_back('"');
+      }
+      *out_ += "} ";
+      AppendTextDouble(exemplar->value, out_);
+      if (exemplar->timestamp != 0) {
+        out_->push_back(' ');
+        AppendSeconds(exemplar->timestamp, out_);
+      }
     }
     out_->push_back('\n');
   }
@@ -102,8 +136,13 @@ class SeriesWriter {
     AppendTextDouble(v, out_);
     Tail();
   }
-  void Count(std::uint64_t v) {
+  void Count(std::uint64_t v, const Exemplar* exemplar = nullptr) {
     AppendUnsigned(v, out_);
+    Tail(exemplar);
+  }
+  // A timestamp sample's value (OpenMetrics `_created`), in seconds.
+  void Seconds(double v) {
+    AppendSeconds(v, out_);
     Tail();
   }
 
@@ -123,8 +162,8 @@ class SeriesWriter {
  private:
   std::string* out_;
   bool open_metrics_;
-  const MetricFamily* family_ = nullptr;
   const ClientMetric* metric_ = nullptr;
+  std::string_view name_;
   std::string labels_;
   std::vector<std::pair<double, std::string>> bounds_;
 };
@@ -144,13 +183,18 @@ const char* TypeName(MetricType t) {
   }
 }
 
-// A histogram's buckets, +Inf last (added as the count where the family has none).
-void AppendBuckets(SeriesWriter& w, const prometheus::ClientMetric::Histogram& h) {
+// A histogram's buckets, +Inf last (added as the count where the family has none), each with
+// its exemplar, if any (`exemplars`: ascending by bucket; OpenMetrics only).
+void AppendBuckets(SeriesWriter& w, const prometheus::ClientMetric::Histogram& h,
+                   std::span<const BucketExemplar> exemplars) {
   bool inf = false;
+  size_t next = 0;
   for (size_t i = 0; i < h.bucket.size(); ++i) {
     const auto& b = h.bucket[i];
+    while (next < exemplars.size() && exemplars[next].bucket < i) ++next;
+    const bool has = next < exemplars.size() && exemplars[next].bucket == i;
     w.Head("_bucket", "le", w.Bound(i, b.upper_bound));
-    w.Count(b.cumulative_count);
+    w.Count(b.cumulative_count, has ? &exemplars[next].exemplar : nullptr);
     inf = b.upper_bound == INFINITY;
   }
   if (!inf) {
@@ -169,9 +213,12 @@ bool OpenMetricsCounter(const MetricFamily& family) {
 }
 
 // A series' sample lines. Text 0.0.4 has TextSerializer's order (_count, _sum, then quantiles
-// or buckets); OpenMetrics puts quantiles or buckets first, then _sum and _count.
-void AppendSamples(SeriesWriter& w, MetricType type, const ClientMetric& metric, bool open_metrics,
-                   std::string* quantile) {
+// or buckets); OpenMetrics puts quantiles or buckets first, then _sum and _count, and adds the
+// side data (`side`, null for text 0.0.4): exemplars on buckets, `_created` last.
+void AppendSamples(SeriesWriter& w, const MetricFamily& family, const ClientMetric& metric,
+                   const SeriesSide* side, bool open_metrics, std::string* quantile) {
+  const MetricType type = family.type;
+  const double created = side ? side->created : 0;
   auto count_and_sum = [&](std::uint64_t count, double sum) {
     if (!open_metrics) {
       w.Head("_count");
@@ -188,6 +235,11 @@ void AppendSamples(SeriesWriter& w, MetricType type, const ClientMetric& metric,
     case MetricType::Counter:
       w.Head("");
       w.Value(metric.counter.value);
+      if (created != 0 && open_metrics && OpenMetricsCounter(family)) {
+        w.Name(std::string_view(family.name).substr(0, family.name.size() - 6));  // no _total
+        w.Head("_created");
+        w.Seconds(created);
+      }
       break;
     case MetricType::Gauge:
       w.Head("");
@@ -208,8 +260,13 @@ void AppendSamples(SeriesWriter& w, MetricType type, const ClientMetric& metric,
     case MetricType::Histogram: {
       const auto& h = metric.histogram;
       if (!open_metrics) count_and_sum(h.sample_count, h.sample_sum);
-      AppendBuckets(w, h);  // +Inf from the count where missing, as TextSerializer does
+      // +Inf from the count where missing, as TextSerializer does
+      AppendBuckets(w, h, side && side->exemplars ? *side->exemplars : ExemplarSpan());
       if (open_metrics) count_and_sum(h.sample_count, h.sample_sum);
+      if (created != 0) {
+        w.Head("_created");
+        w.Seconds(created);
+      }
       break;
     }
     default:
@@ -262,15 +319,21 @@ void AppendText(std::span<const MetricFamily> families, std::string* out) {
     out->push_back('\n');
     for (const auto& metric : family.metric) {
       w.Start(family, metric);
-      AppendSamples(w, family.type, metric, false, &quantile);
+      AppendSamples(w, family, metric, nullptr, false, &quantile);
     }
   }
 }
 
 void AppendOpenMetrics(std::span<const MetricFamily> families, std::string* out) {
+  AppendOpenMetrics(families, SideLookup(), out);
+}
+
+void AppendOpenMetrics(std::span<const MetricFamily> families, const SideLookup& side,
+                       std::string* out) {
   SeriesWriter w(out, true);
   std::string quantile;
-  for (const auto& family : families) {
+  for (size_t f = 0; f < families.size(); ++f) {
+    const auto& family = families[f];
     std::string_view name = family.name;
     const char* type = "unknown";
     switch (family.type) {
@@ -304,9 +367,9 @@ void AppendOpenMetrics(std::span<const MetricFamily> families, std::string* out)
       AppendEscaped<true>(family.help, out);  // OpenMetrics escapes '"' in HELP too
       out->push_back('\n');
     }
-    for (const auto& metric : family.metric) {
-      w.Start(family, metric);
-      AppendSamples(w, family.type, metric, true, &quantile);
+    for (size_t m = 0; m < family.metric.size(); ++m) {
+      w.Start(family, family.metric[m]);
+      AppendSamples(w, family, family.metric[m], side ? side(f, m) : nullptr, true, &quantile);
     }
   }
   *out += "# EOF\n";

@@ -11,12 +11,15 @@
 // - NaN is written "NaN" (TextSerializer: "Nan"; Prometheus' parser takes both);
 // - HELP escapes backslash and newline as the format requires (TextSerializer copies it raw,
 //   so a newline in HELP broke the exposition).
+// Text 0.0.4 has no exemplars and no created timestamps: OpenMetrics and protobuf carry them.
 #pragma once
 
 #include <prometheus/metric_family.h>
 
 #include <span>
 #include <string>
+
+#include "base/metric_sink.h"
 
 namespace nvmeof {
 
@@ -31,8 +34,14 @@ void AppendText(std::span<const prometheus::MetricFamily> families, std::string*
 // The same in OpenMetrics 1.0 text: TYPE before HELP, a counter family named without its
 // `_total` (a counter without the suffix goes out as `unknown`), untyped as `unknown`, HELP
 // escaping '"' too, histogram buckets before _sum and _count, timestamps in seconds, and
-// `# EOF` last. Sample lines, names and values are the 0.0.4 writer's.
+// `# EOF` last. Sample lines, names and values are the 0.0.4 writer's. With `side` (MetricSink's
+// SideOf), a histogram bucket carries its exemplar (`... 17 # {command="h-1"} 0.0123
+// 1733500000.123`, timestamp only where it has one), and a counter (served as `counter`) or
+// histogram with a created timestamp gets a `_created` sample last (`nvmeof_x_created{...}
+// 1733400000.5`), carrying the series' timestamp like its other samples.
 void AppendOpenMetrics(std::span<const prometheus::MetricFamily> families, std::string* out);
+void AppendOpenMetrics(std::span<const prometheus::MetricFamily> families, const SideLookup& side,
+                       std::string* out);
 
 // One sample value as the text format writes it (see above): "NaN", "+Inf", "-Inf", "-0",
 // integral values below 1e16 as digits, anything else std::to_chars' shortest round trip.

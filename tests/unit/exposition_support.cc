@@ -1,6 +1,8 @@
 #include "tests/unit/exposition_support.h"
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/timestamp.pb.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include <charconv>
@@ -305,8 +307,68 @@ class TextChecker {
   size_t series_ = 0;
 };
 
+// Upstream client_model's field numbers that Debian's 0.3.0 does not name (reference copy).
+constexpr int kCounterCreated = 3, kHistogramCreated = 15, kHistogramExemplars = 16;
+
+// google.protobuf.Timestamp of unix seconds, as the writer defines it: the seconds clamped to
+// years 1-9999 (NaN to the start), floor, the fraction rounded to the microsecond and carried.
+google::protobuf::Timestamp ToTimestamp(double t) {
+  if (std::isnan(t) || t < -62135596800.0) t = -62135596800.0;
+  if (t > 253402300799.0) t = 253402300799.0;
+  google::protobuf::Timestamp ts;
+  const double whole = std::floor(t);
+  const std::int64_t micros = std::llround((t - whole) * 1e6);
+  ts.set_seconds(static_cast<std::int64_t>(whole) + micros / 1000000);
+  ts.set_nanos(static_cast<std::int32_t>(micros % 1000000 * 1000));
+  return ts;
+}
+
+// The exemplar of classic bucket i (the first listed for it), or nullptr.
+const Exemplar* ExemplarOf(const SeriesSide* side, size_t i) {
+  if (!side || !side->exemplars) return nullptr;
+  for (const auto& x : *side->exemplars) {
+    if (x.bucket == i) return &x.exemplar;
+  }
+  return nullptr;
+}
+
+std::string CompareExemplar(const Exemplar& want, const pb::Exemplar& got) {
+  if (got.label_size() != static_cast<int>(want.labels.size())) return "exemplar label count";
+  for (size_t i = 0; i < want.labels.size(); ++i) {
+    const auto& l = got.label(static_cast<int>(i));
+    if (l.name() != want.labels[i].name || l.value() != want.labels[i].value) {
+      return "exemplar label " + l.name();
+    }
+  }
+  if (!got.has_value() || !SameDouble(got.value(), want.value)) return "exemplar value";
+  if (got.has_timestamp() != (want.timestamp != 0)) return "exemplar timestamp presence";
+  const auto ts = ToTimestamp(want.timestamp);
+  if (want.timestamp != 0 &&
+      (got.timestamp().seconds() != ts.seconds() || got.timestamp().nanos() != ts.nanos())) {
+    return "exemplar timestamp";
+  }
+  return "";
+}
+
+// A created timestamp (field `number` of `message`) against the model's (0: none).
+std::string CompareCreated(const google::protobuf::Message& message, int number, double created) {
+  const auto fields = MessageFields(message, number);
+  if (fields.size() != (created != 0 ? 1u : 0u)) return "created timestamp presence";
+  if (created == 0) return "";
+  google::protobuf::Timestamp got;
+  const auto want = ToTimestamp(created);
+  if (!got.ParseFromString(fields[0]) || got.seconds() != want.seconds() ||
+      got.nanos() != want.nanos()) {
+    return "created timestamp";
+  }
+  return "";
+}
+
+std::string CompareHistogram(const pb::Histogram& h, const prometheus::ClientMetric::Histogram& w,
+                             const SeriesSide* side);
+
 std::string ComparePbMetric(MetricType type, const prometheus::ClientMetric& m,
-                            const NativeHistogram* native, const pb::Metric& p) {
+                            const SeriesSide* side, const pb::Metric& p) {
   if (p.label_size() != static_cast<int>(m.label.size())) return "label count";
   for (size_t i = 0; i < m.label.size(); ++i) {
     const auto& l = p.label(static_cast<int>(i));
@@ -318,7 +380,8 @@ std::string ComparePbMetric(MetricType type, const prometheus::ClientMetric& m,
   switch (type) {
     case MetricType::Counter:
       if (!p.has_counter() || !SameDouble(p.counter().value(), m.counter.value)) return "counter";
-      break;
+      if (p.counter().has_exemplar()) return "counter exemplar";
+      return CompareCreated(p.counter(), kCounterCreated, side ? side->created : 0);
     case MetricType::Gauge:
       if (!p.has_gauge() || !SameDouble(p.gauge().value(), m.gauge.value)) return "gauge";
       break;
@@ -338,56 +401,85 @@ std::string ComparePbMetric(MetricType type, const prometheus::ClientMetric& m,
       }
       break;
     }
-    case MetricType::Histogram: {
-      const auto& h = p.histogram();
-      const auto& w = m.histogram;
-      if (!p.has_histogram() || h.sample_count() != w.sample_count ||
-          !SameDouble(h.sample_sum(), w.sample_sum)) {
-        return "histogram count or sum";
-      }
-      std::vector<const prometheus::ClientMetric::Bucket*> classic;
-      if (!native || native->with_classic) {
-        for (const auto& b : w.bucket) {
-          if (!std::isinf(b.upper_bound)) classic.push_back(&b);
-        }
-      }
-      if (h.bucket_size() != static_cast<int>(classic.size())) return "bucket count";
-      for (int i = 0; i < h.bucket_size(); ++i) {
-        const auto& b = *classic[static_cast<size_t>(i)];
-        if (h.bucket(i).cumulative_count() != b.cumulative_count ||
-            !SameDouble(h.bucket(i).upper_bound(), b.upper_bound)) {
-          return "bucket " + std::to_string(i);
-        }
-      }
-      if (h.has_schema() != (native != nullptr)) return "schema presence";
-      if (!native) break;
-      if (h.schema() != native->schema || !SameDouble(h.zero_threshold(), native->zero_threshold) ||
-          h.zero_count() != native->zero_count) {
-        return "schema or zero bucket";
-      }
-      if (h.positive_span_size() != static_cast<int>(native->positive_span.size()) ||
-          h.positive_delta_size() != static_cast<int>(native->positive_delta.size())) {
-        return "span or delta count";
-      }
-      for (int i = 0; i < h.positive_span_size(); ++i) {
-        const auto& s = native->positive_span[static_cast<size_t>(i)];
-        if (h.positive_span(i).offset() != s.offset || h.positive_span(i).length() != s.length) {
-          return "span " + std::to_string(i);
-        }
-      }
-      for (int i = 0; i < h.positive_delta_size(); ++i) {
-        if (h.positive_delta(i) != native->positive_delta[static_cast<size_t>(i)]) {
-          return "delta " + std::to_string(i);
-        }
-      }
-      if (h.negative_span_size() || h.negative_delta_size() || h.positive_count_size()) {
-        return "fields never written";
-      }
-      break;
-    }
+    case MetricType::Histogram:
+      if (!p.has_histogram()) return "histogram";
+      return CompareHistogram(p.histogram(), m.histogram, side);
     default:
       if (!p.has_untyped() || !SameDouble(p.untyped().value(), m.untyped.value)) return "untyped";
       break;
+  }
+  return "";
+}
+
+// A histogram as WriteHistogram writes it: count, sum, the classic buckets (unless native only;
+// an infinite bound only with an exemplar) with their exemplars, the native fields, the created
+// timestamp, and for native-only histograms the exemplars with a timestamp.
+std::string CompareHistogram(const pb::Histogram& h, const prometheus::ClientMetric::Histogram& w,
+                             const SeriesSide* side) {
+  const NativeHistogram* native = side ? side->native.get() : nullptr;
+  if (h.sample_count() != w.sample_count || !SameDouble(h.sample_sum(), w.sample_sum)) {
+    return "histogram count or sum";
+  }
+  std::vector<size_t> classic;
+  if (!native || native->with_classic) {
+    for (size_t i = 0; i < w.bucket.size(); ++i) {
+      if (!std::isinf(w.bucket[i].upper_bound) || ExemplarOf(side, i)) classic.push_back(i);
+    }
+  }
+  if (h.bucket_size() != static_cast<int>(classic.size())) return "bucket count";
+  for (int i = 0; i < h.bucket_size(); ++i) {
+    const size_t k = classic[static_cast<size_t>(i)];
+    const auto& b = w.bucket[k];
+    const auto& got = h.bucket(i);
+    if (got.cumulative_count() != b.cumulative_count ||
+        !SameDouble(got.upper_bound(), b.upper_bound)) {
+      return "bucket " + std::to_string(i);
+    }
+    const Exemplar* x = ExemplarOf(side, k);
+    if (got.has_exemplar() != (x != nullptr)) return "bucket " + std::to_string(i) + " exemplar";
+    if (x) {
+      if (auto e = CompareExemplar(*x, got.exemplar()); !e.empty()) return e;
+    }
+  }
+  if (auto e = CompareCreated(h, kHistogramCreated, side ? side->created : 0); !e.empty()) return e;
+  std::vector<const Exemplar*> native_exemplars;
+  if (native && !native->with_classic && side->exemplars) {
+    for (const auto& x : *side->exemplars) {
+      if (x.bucket < w.bucket.size() && x.exemplar.timestamp != 0) {
+        native_exemplars.push_back(&x.exemplar);
+      }
+    }
+  }
+  const auto exemplars = MessageFields(h, kHistogramExemplars);
+  if (exemplars.size() != native_exemplars.size()) return "native exemplar count";
+  for (size_t i = 0; i < exemplars.size(); ++i) {
+    pb::Exemplar got;
+    if (!got.ParseFromString(exemplars[i])) return "native exemplar does not parse";
+    if (auto e = CompareExemplar(*native_exemplars[i], got); !e.empty()) return "native " + e;
+  }
+  if (h.has_schema() != (native != nullptr)) return "schema presence";
+  if (!native) return "";
+  if (h.schema() != native->schema || !SameDouble(h.zero_threshold(), native->zero_threshold) ||
+      h.zero_count() != native->zero_count) {
+    return "schema or zero bucket";
+  }
+  if (h.positive_span_size() != static_cast<int>(native->positive_span.size()) ||
+      h.positive_delta_size() != static_cast<int>(native->positive_delta.size())) {
+    return "span or delta count";
+  }
+  for (int i = 0; i < h.positive_span_size(); ++i) {
+    const auto& s = native->positive_span[static_cast<size_t>(i)];
+    if (h.positive_span(i).offset() != s.offset || h.positive_span(i).length() != s.length) {
+      return "span " + std::to_string(i);
+    }
+  }
+  for (int i = 0; i < h.positive_delta_size(); ++i) {
+    if (h.positive_delta(i) != native->positive_delta[static_cast<size_t>(i)]) {
+      return "delta " + std::to_string(i);
+    }
+  }
+  if (h.negative_span_size() || h.negative_delta_size() || h.positive_count_size()) {
+    return "fields never written";
   }
   return "";
 }
@@ -433,8 +525,52 @@ std::string CompareText(std::span<const prometheus::MetricFamily> families,
   return "";
 }
 
+std::vector<std::string> MessageFields(const google::protobuf::Message& message, int number) {
+  std::vector<std::string> out;
+  const auto* reflection = message.GetReflection();
+  if (const auto* field = message.GetDescriptor()->FindFieldByNumber(number)) {
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        out.push_back(reflection->GetRepeatedMessage(message, field, i).SerializeAsString());
+      }
+    } else if (reflection->HasField(message, field)) {
+      out.push_back(reflection->GetMessage(message, field).SerializeAsString());
+    }
+    return out;
+  }
+  const auto& unknown = reflection->GetUnknownFields(message);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const auto& u = unknown.field(i);
+    if (u.number() == number && u.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      out.push_back(u.length_delimited());
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A NativeLookup as a SideLookup: views of the native buckets, owning nothing.
+SideLookup FromNative(const NativeLookup& native, SeriesSide* view) {
+  if (!native) return SideLookup();
+  return [&native, view](size_t f, size_t m) -> const SeriesSide* {
+    const NativeHistogram* n = native(f, m);
+    if (!n) return nullptr;
+    view->native = std::shared_ptr<const NativeHistogram>(std::shared_ptr<void>(), n);
+    return view;
+  };
+}
+
+}  // namespace
+
 std::string CompareProtobuf(std::span<const prometheus::MetricFamily> families,
                             const NativeLookup& native, std::string_view delimited) {
+  SeriesSide view;
+  return CompareProtobuf(families, FromNative(native, &view), delimited);
+}
+
+std::string CompareProtobuf(std::span<const prometheus::MetricFamily> families,
+                            const SideLookup& side, std::string_view delimited) {
   google::protobuf::io::ArrayInputStream stream(delimited.data(),
                                                 static_cast<int>(delimited.size()));
   size_t f = 0;
@@ -454,8 +590,8 @@ std::string CompareProtobuf(std::span<const prometheus::MetricFamily> families,
     }
     if (p.metric_size() != static_cast<int>(want.metric.size())) return want.name + ": series";
     for (size_t m = 0; m < want.metric.size(); ++m) {
-      const NativeHistogram* n =
-          want.type == MetricType::Histogram && native ? native(f, m) : nullptr;
+      const bool sides = want.type == MetricType::Histogram || want.type == MetricType::Counter;
+      const SeriesSide* n = sides && side ? side(f, m) : nullptr;
       if (auto e = ComparePbMetric(want.type, want.metric[m], n, p.metric(static_cast<int>(m)));
           !e.empty()) {
         return want.name + " series " + std::to_string(m) + ": " + e;
@@ -469,18 +605,62 @@ std::string CompareProtobuf(std::span<const prometheus::MetricFamily> families,
 
 namespace {
 
-void FillHistogram(const prometheus::ClientMetric::Histogram& in, const NativeHistogram* native,
+// Sets message field `number` of `message` (adds to it, if repeated) to `value`, through
+// reflection where the compiled schema names the field, else as an unknown field.
+void AddMessageField(google::protobuf::Message* message, int number,
+                     const google::protobuf::Message& value) {
+  const auto* reflection = message->GetReflection();
+  if (const auto* field = message->GetDescriptor()->FindFieldByNumber(number)) {
+    auto* dst = field->is_repeated() ? reflection->AddMessage(message, field)
+                                     : reflection->MutableMessage(message, field);
+    dst->ParseFromString(value.SerializeAsString());
+    return;
+  }
+  reflection->MutableUnknownFields(message)->AddLengthDelimited(number, value.SerializeAsString());
+}
+
+void FillExemplar(const Exemplar& in, pb::Exemplar* out) {
+  for (const auto& l : in.labels) {
+    auto* pair = out->add_label();
+    pair->set_name(l.name);
+    pair->set_value(l.value);
+  }
+  out->set_value(in.value);
+  if (in.timestamp != 0) *out->mutable_timestamp() = ToTimestamp(in.timestamp);
+}
+
+void FillNative(const NativeHistogram* native, pb::Histogram* out);
+
+void FillHistogram(const prometheus::ClientMetric::Histogram& in, const SeriesSide* side,
                    pb::Histogram* out) {
+  const NativeHistogram* native = side ? side->native.get() : nullptr;
   out->set_sample_count(in.sample_count);
   out->set_sample_sum(in.sample_sum);
   if (!native || native->with_classic) {
-    for (const auto& b : in.bucket) {
-      if (std::isinf(b.upper_bound)) continue;
+    for (size_t i = 0; i < in.bucket.size(); ++i) {
+      const auto& b = in.bucket[i];
+      const Exemplar* x = ExemplarOf(side, i);
+      if (std::isinf(b.upper_bound) && !x) continue;
       auto* pb_bucket = out->add_bucket();
       pb_bucket->set_cumulative_count(b.cumulative_count);
       pb_bucket->set_upper_bound(b.upper_bound);
+      if (x) FillExemplar(*x, pb_bucket->mutable_exemplar());
     }
   }
+  FillNative(native, out);
+  if (side && side->created != 0)
+    AddMessageField(out, kHistogramCreated, ToTimestamp(side->created));
+  if (native && !native->with_classic && side->exemplars) {
+    for (const auto& x : *side->exemplars) {
+      if (x.bucket >= in.bucket.size() || x.exemplar.timestamp == 0) continue;
+      pb::Exemplar e;
+      FillExemplar(x.exemplar, &e);
+      AddMessageField(out, kHistogramExemplars, e);
+    }
+  }
+}
+
+void FillNative(const NativeHistogram* native, pb::Histogram* out) {
   if (!native) return;
   out->set_schema(native->schema);
   out->set_zero_threshold(native->zero_threshold);
@@ -497,6 +677,12 @@ void FillHistogram(const prometheus::ClientMetric::Histogram& in, const NativeHi
 
 std::string SerializeProtobufMessages(std::span<const prometheus::MetricFamily> families,
                                       const NativeLookup& native) {
+  SeriesSide view;
+  return SerializeProtobufMessages(families, FromNative(native, &view));
+}
+
+std::string SerializeProtobufMessages(std::span<const prometheus::MetricFamily> families,
+                                      const SideLookup& side) {
   std::string out;
   pb::MetricFamily family;
   std::string message;
@@ -515,15 +701,20 @@ std::string SerializeProtobufMessages(std::span<const prometheus::MetricFamily> 
         pair->set_name(l.name);
         pair->set_value(l.value);
       }
+      const bool sides = in.type == MetricType::Histogram || in.type == MetricType::Counter;
+      const SeriesSide* extra = sides && side ? side(f, m) : nullptr;
       switch (in.type) {
         case MetricType::Counter:
           dst->mutable_counter()->set_value(src.counter.value);
+          if (extra && extra->created != 0) {
+            AddMessageField(dst->mutable_counter(), kCounterCreated, ToTimestamp(extra->created));
+          }
           break;
         case MetricType::Gauge:
           dst->mutable_gauge()->set_value(src.gauge.value);
           break;
         case MetricType::Histogram:
-          FillHistogram(src.histogram, native ? native(f, m) : nullptr, dst->mutable_histogram());
+          FillHistogram(src.histogram, extra, dst->mutable_histogram());
           break;
         case MetricType::Summary: {
           auto* s = dst->mutable_summary();

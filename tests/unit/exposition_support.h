@@ -21,6 +21,10 @@
 
 #include "exporter/protobuf_exposition.h"
 
+namespace google::protobuf {
+class Message;
+}  // namespace google::protobuf
+
 namespace nvmeof::test {
 
 struct TextSample {
@@ -58,14 +62,28 @@ std::string CompareText(std::span<const prometheus::MetricFamily> families,
 
 // Parses delimited MetricFamily messages with libprotobuf (ParseDelimitedFromZeroCopyStream)
 // and compares them with the model, as AppendProtobuf writes it: families without series left
-// out, classic buckets without +Inf (and none for native-only histograms), native fields only
-// where `native` gives them. "" when equal.
+// out, classic buckets without +Inf unless it has an exemplar (and none for native-only
+// histograms), native fields, exemplars and created timestamps only where `side` gives them.
+// "" when equal.
+std::string CompareProtobuf(std::span<const prometheus::MetricFamily> families,
+                            const SideLookup& side, std::string_view delimited);
 std::string CompareProtobuf(std::span<const prometheus::MetricFamily> families,
                             const NativeLookup& native, std::string_view delimited);
 
 // The protobuf exposition through libprotobuf's generated classes (one MetricFamily message
 // reused, SerializeToString, then the varint prefix): the writer before AppendProtobuf.
+// Fields the compiled schema (Debian's client_model 0.3.0) does not name yet (created
+// timestamps, Histogram.exemplars) go in as unknown fields, which libprotobuf writes after the
+// known ones: where upstream's field numbers put them.
+std::string SerializeProtobufMessages(std::span<const prometheus::MetricFamily> families,
+                                      const SideLookup& side);
 std::string SerializeProtobufMessages(std::span<const prometheus::MetricFamily> families,
                                       const NativeLookup& native);
+
+// Each occurrence of message field `number` of `message`, serialized, whether the compiled
+// schema names the field (read by reflection) or not (read from the unknown fields): upstream
+// client_model's Counter.created_timestamp (3), Histogram.created_timestamp (15) and
+// Histogram.exemplars (16) with Debian's schema.
+std::vector<std::string> MessageFields(const google::protobuf::Message& message, int number);
 
 }  // namespace nvmeof::test
