@@ -81,11 +81,11 @@ static __always_inline void count_event(__u32 which) {
   if (c) *c += 1;
 }
 
-/* True for about one request in N: a hash of its start sector and address, which
- * issue and completion both read, so a completion of an unsampled request returns before
- * touching the in-flight table (and before reading the clock). */
-static __always_inline bool sampled(__u64 sector, __u64 id) {
-  return nvmeof_picked(sector, id, sample_every_hash_limit);
+/* True for about one request in N (nvmeof_rq_picked: its start and tag, which issue and
+ * completion both read), so a completion of an unsampled request returns before touching the
+ * in-flight table (and before reading the clock). The same pick as the NVMe-oF host hooks'. */
+static __always_inline bool sampled(struct request* rq, bool direct) {
+  return nvmeof_rq_picked(rq, direct, sample_every_hash_limit);
 }
 
 static __always_inline struct nvmeof_inflight_set* inflight_set(__u64 rq) {
@@ -112,8 +112,8 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
   __u64 key, sector;
 
   key = nv_as_id(rq, direct);
+  if (!key || !sampled(rq, direct)) return;
   sector = NVMEOF_READ(direct, rq, __sector);
-  if (!key || !sampled(sector, key)) return;
   /* An NVMe-oF namespace's disk, whose block series the exporter leaves out: timed as NVMe-oF
    * host commands only (a block histogram and in-flight entry less per sampled command). */
   if (nvmeof_host && nv_host_setup(rq, key, sector, direct, true)) return;
@@ -140,7 +140,7 @@ static __always_inline void on_issue(struct request* rq, bool direct) {
 static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool direct) {
   struct nvmeof_block_key k = {};
   struct nvmeof_block_hist* h;
-  __u64 now, start, issue = 0, id, sector, kw, *c;
+  __u64 now, start, issue = 0, id, kw, *c;
   __u32 zero = 0;
   bool sampled_rq;
   int i;
@@ -154,9 +154,9 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   c = count_slot(&count_slots, &kw, 1);
   if (c) *c += 1;
   id = nv_as_id(rq, direct);
-  sector = NVMEOF_READ(direct, rq, __sector);
-  sampled_rq = id && sampled(sector, id);
-  if (nvmeof_host && sampled_rq && nv_host_end(id, sector)) sampled_rq = false; /* as on_issue */
+  sampled_rq = id && sampled(rq, direct);
+  if (nvmeof_host && sampled_rq && nv_host_end(id, NVMEOF_READ(direct, rq, __sector)))
+    sampled_rq = false; /* as on_issue */
   if (c && !sampled_rq) return;
   h = bpf_map_lookup_elem(&block_hists, &k);
   if (!h) {

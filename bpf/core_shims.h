@@ -9,6 +9,8 @@
 
 #include <bpf/bpf_core_read.h>
 
+#include "sample.h"
+
 /* Before 5.17 the request carried its gendisk; later kernels only have rq->q->disk. */
 struct request___old {
   struct gendisk* rq_disk;
@@ -40,6 +42,45 @@ static __always_inline __u32 nvmeof_rq_op(struct request* rq, bool direct) {
   return op <= 3 ? op : 4;
 }
 
+/* log2(lbs / 512) for a logical block size that is a power of 2 from 512 B to 64 KiB, without
+ * branches: the bits set in lbs / 512 - 1, counted (a branch per candidate size cost about 20
+ * instructions at each of a request's hooks). */
+static __always_inline __u32 nvmeof_lbs_shift(__u32 lbs) {
+  __u32 v = ((lbs >> 9) - 1) & 0x7f;
+  v = v - ((v >> 1) & 0x55);
+  v = (v & 0x33) + ((v >> 2) & 0x33);
+  return (v + (v >> 4)) & 0x0f;
+}
+
+/* Whether a host request is one of the 1 in N (sample.h): by its start in logical blocks (the
+ * command's SLBA) and its tag (the command id's low 12 bits), so the host picks the commands
+ * the target picks from the wire, and the two sides' flight records pair up. Every host hook
+ * reaches the request, so each decides alone; the same answer for plain loads (direct) and
+ * probed reads, as a request's hooks may be of either kind (5.10: tp_btf block tracepoints,
+ * raw_tp nvme ones). The block size's read is sized by CO-RE: an unsigned short before 5.19's
+ * queue_limits rework, unsigned int since. */
+static __always_inline bool nvmeof_rq_picked(struct request* rq, bool direct, __u64 limit) {
+  struct request_queue* q;
+  __u32 lbs = 0, tag;
+  __u64 sector;
+  if (limit == ~0ULL) return true;
+  if (direct) {
+    sector = rq->__sector;
+    tag = (__u32)rq->tag;
+    lbs = rq->q->limits.logical_block_size;
+  } else {
+    sector = BPF_CORE_READ(rq, __sector);
+    tag = (__u32)BPF_CORE_READ(rq, tag);
+    q = BPF_CORE_READ(rq, q);
+    if (q)
+      bpf_probe_read_kernel(&lbs, bpf_core_field_size(q->limits.logical_block_size),
+                            __builtin_preserve_access_index(&q->limits.logical_block_size));
+  }
+  /* 512 B and 4 KiB blocks, nearly every disk, without the bit count: 10-15 instructions a hook. */
+  return nvmeof_picked_cmd(sector >> (lbs == 512 ? 0 : lbs == 4096 ? 3 : nvmeof_lbs_shift(lbs)), tag,
+                           limit);
+}
+
 /* Module types (nvme-core, nvme-rdma, nvme-tcp, nvmet, nvmet-rdma, nvmet-tcp, ib_core) are not in
  * the build machine's vmlinux.h. Only the fields the programs read are declared; libbpf finds
  * their offsets in the running kernel's module BTF at load time. Field names checked against
@@ -56,6 +97,16 @@ struct nvme_rdma_qe___nv {
   struct ib_cqe___nv cqe;
 } __attribute__((preserve_access_index));
 
+struct nvme_ctrl___nv {
+  unsigned short cntlid;
+} __attribute__((preserve_access_index));
+
+/* nvme_req(rq): the start of every NVMe driver's per-request data (blk_mq_rq_to_pdu()). */
+struct nvme_request___nv {
+  void* cmd; /* struct nvme_command */
+  struct nvme_ctrl___nv* ctrl;
+} __attribute__((preserve_access_index));
+
 /* blk_mq_rq_to_pdu(): the driver's per-request data follows struct request. */
 struct nvme_rdma_request___nv {
   struct nvme_rdma_qe___nv sqe;
@@ -67,6 +118,8 @@ struct nvmet_subsys___nv {
 
 struct nvmet_ctrl___nv {
   struct nvmet_subsys___nv* subsys;
+  unsigned short cntlid;
+  char hostnqn[224]; /* NVMF_NQN_FIELD_LEN (256) since 5.x; only its offset is used */
 } __attribute__((preserve_access_index));
 
 struct nvmet_sq___nv {

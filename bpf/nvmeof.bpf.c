@@ -70,6 +70,15 @@ struct {
   __type(value, char[NVMEOF_NQN_SIZE]);
 } nv_names SEC(".maps");
 
+/* Target controller (struct nvmet_ctrl address) -> its host NQN, for the flight records: written
+ * at a controller's first recorded command (an LRU: controllers come and go). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u64);
+  __type(value, char[NVMEOF_NQN_SIZE]);
+} nv_hostnqns SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
@@ -91,17 +100,22 @@ static __always_inline __u64 as_id(const void* p, bool direct) { return nv_as_id
 static __always_inline bool host_sampled(struct request* rq, __u64 id, bool direct, struct cmd* c) {
   c->id = id;
   c->tag = NVMEOF_READ(direct, rq, __sector);
-  return id && nvmeof_picked(c->tag, id, sample_every_hash_limit);
+  return id && nvmeof_rq_picked(rq, direct, sample_every_hash_limit);
 }
 
-/* Target: is the command of `req` (address `id`) sampled? */
+/* Target: is the command of `req` (address `id`) sampled? Its wire fields land in `w`. */
+static __always_inline bool target_wire_sampled(struct nvmet_req___nv* req, __u64 id, bool direct,
+                                                struct cmd* c, struct nvmeof_wire* w) {
+  bool picked = id && nvmeof_target_pick(req, direct, sample_every_hash_limit, w);
+  c->id = id;
+  c->tag = w->slba ^ (__u64)w->cid << 48;
+  return picked;
+}
+
 static __always_inline bool target_sampled(struct nvmet_req___nv* req, __u64 id, bool direct,
                                            struct cmd* c) {
   struct nvmeof_wire w = {};
-  bool picked = id && nvmeof_target_pick(req, direct, sample_every_hash_limit, &w);
-  c->id = id;
-  c->tag = w.slba ^ (__u64)w.cid << 48;
-  return picked;
+  return target_wire_sampled(req, id, direct, c, &w);
 }
 
 /* A series' exact-count key as count_slot's three words (struct nvmeof_series, little endian),
@@ -188,7 +202,26 @@ static __always_inline void on_rdma_sent(__u64 id, struct request* rq, bool dire
   }
 }
 
+/* The host command as it went on the wire, for its flight record (sampled commands only: probed
+ * reads through the driver's request, which is not a BTF-typed pointer). */
+static __always_inline void host_wire(struct request* rq, bool direct, struct nvmeof_inflight* e) {
+  struct nvme_request___nv* nreq = (void*)rq + bpf_core_type_size(struct request);
+  struct nvme_ctrl___nv* ctrl = BPF_CORE_READ(nreq, ctrl);
+  struct blk_mq_hw_ctx* hctx = NVMEOF_READ(direct, rq, mq_hctx);
+  struct nvmeof_wire w = {};
+  if (!nvmeof_read_wire(BPF_CORE_READ(nreq, cmd), &w, false)) return;
+  e->slba = w.slba;
+  e->cid = w.cid;
+  e->nlb = w.nlb;
+  e->opcode = w.opcode;
+  e->bytes = NVMEOF_READ(direct, rq, __data_len);
+  e->qid = hctx ? NVMEOF_READ(direct, hctx, queue_num) + 1 : 0; /* queue 0 is the admin queue */
+  /* The command's own controller: a reconnect gives the path a new controller id. */
+  e->cntlid = ctrl ? BPF_CORE_READ(ctrl, cntlid) : 0;
+}
+
 static __always_inline void on_complete_rq(struct request* rq, bool direct) {
+  struct nvmeof_cmd_way* w;
   union count_key k;
   __u64 disk = host_disk(rq, direct);
   struct cmd c;
@@ -196,7 +229,9 @@ static __always_inline void on_complete_rq(struct request* rq, bool direct) {
   count_key(&k, disk, 0, NVMEOF_ROLE_HOST, nvmeof_rq_op(rq, direct),
             nv_size_class(NVMEOF_READ(direct, rq, __data_len)), 0);
   count_command(&k, disk + bpf_core_field_offset(struct gendisk, disk_name), false);
-  if (host_sampled(rq, as_id(rq, direct), direct, &c)) stamp(&c, NVMEOF_HP_COMPLETE);
+  if (!host_sampled(rq, as_id(rq, direct), direct, &c)) return;
+  w = stamp(&c, NVMEOF_HP_COMPLETE);
+  if (w && flight_records) host_wire(rq, direct, &w->e);
 }
 
 static __always_inline void on_end(struct request* rq, bool direct) {
@@ -216,18 +251,48 @@ static __always_inline void on_tcp_arrival(__u64 sq) {
 static __always_inline void on_init(__u64 id, struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
                                     bool direct) {
   struct nvmeof_inflight e = {};
+  struct nvmeof_wire wire = {};
   /* Taken before the admin check: a keep-alive's receive left in the per-CPU stash would be the
    * next I/O command's on this CPU, of any transport, up to a second stale. */
   __u64 recv = transport_stages ? recv_take(nv_slot(nv_counters_RECV)) : 0, now;
   struct cmd c;
   if (!id || !sq || NVMEOF_READ(direct, sq, qid) == 0) return; /* 0: admin */
   if (transport_stages && !recv) recv = arrival_take(&nv_arrivals, as_id(sq, direct));
-  if (!target_sampled(req, id, direct, &c)) return;
+  if (!target_wire_sampled(req, id, direct, &c, &wire)) return;
   now = bpf_ktime_get_ns();
   e.ts[NVMEOF_TP_RECV] = recv_point(recv, now);
   e.ts[NVMEOF_TP_INIT] = now;
+  e.slba = wire.slba;
+  e.cid = wire.cid;
+  e.nlb = wire.nlb;
+  e.opcode = wire.opcode;
+  e.qid = NVMEOF_READ(direct, sq, qid);
   nv_event(NVMEOF_NCTR_SAMPLED_TARGET);
   track(&c, &e);
+}
+
+/* The target command's controller, for its flight record: its id, and its host NQN kept once
+ * per controller in nv_hostnqns. */
+static __always_inline void target_identity(struct nvmet_req___nv* req, struct nvmet_sq___nv* sq,
+                                            bool direct, struct nvmeof_inflight* e) {
+  struct nvmet_ctrl___nv* ctrl = NVMEOF_READ(direct, sq, ctrl);
+  struct nvmeof_path_hists* z;
+  __u32 zero = 0;
+  char* dst;
+  __u64 key;
+  if (!ctrl) return;
+  key = as_id(ctrl, direct);
+  e->ctrl = key;
+  e->cntlid = NVMEOF_READ(direct, ctrl, cntlid);
+  e->bytes = NVMEOF_READ(direct, req, transfer_len);
+  if (!key || bpf_map_lookup_elem(&nv_hostnqns, &key)) return;
+  z = bpf_map_lookup_elem(&nv_zero, &zero); /* zeroed memory, larger than a name */
+  if (!z) return;
+  bpf_map_update_elem(&nv_hostnqns, &key, z, BPF_NOEXIST);
+  dst = bpf_map_lookup_elem(&nv_hostnqns, &key);
+  if (dst)
+    bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE,
+                              (void*)(key + bpf_core_field_offset(struct nvmet_ctrl___nv, hostnqn)));
 }
 
 static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool direct) {
@@ -254,8 +319,10 @@ static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool d
   w = stamp(&c, NVMEOF_TP_DONE);
   if (!w) return;
   w->e.series = k.s; /* finish() sets the kind of each key it makes */
+  if (flight_records) target_identity(req, sq, direct, &w->e);
   if (target_sent_hooked(&nv_config, trtype)) return;
   finish(&w->e, NVMEOF_TP_COUNT); /* no response hook for this transport: ends here */
+  nv_flight_emit(&w->e);
   untrack(w, c.id);
 }
 
@@ -267,6 +334,7 @@ static __always_inline void on_sent(__u64 id, struct nvmet_req___nv* req, bool d
   if (!w || !w->e.ts[NVMEOF_TP_DONE]) return;
   w->e.ts[NVMEOF_TP_SENT] = bpf_ktime_get_ns();
   finish(&w->e, NVMEOF_TP_COUNT);
+  nv_flight_emit(&w->e);
   untrack(w, c.id);
 }
 

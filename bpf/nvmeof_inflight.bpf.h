@@ -21,6 +21,9 @@ const volatile bool size_classes = false;
 /* The end to end is served with the stages' identity (bpf.stage_detail, bpf.command_detail: all
  * but per-controller stages with per-namespace end to end): it lives in their nv_paths entry. */
 const volatile bool total_in_paths = true;
+/* The flight recorder is on (bpf.flight_recorder): a sampled command's end writes its record to
+ * nv_flight. */
+const volatile bool flight_records = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -55,6 +58,13 @@ struct {
   __type(key, __u32);
   __type(value, struct nvmeof_path_hists);
 } nv_zero SEC(".maps");
+
+/* Flight records (struct nvmeof_flight_record), read by the exporter every second, or when
+ * woken (nv_flight_emit). */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, NVMEOF_FLIGHT_RING_BYTES);
+} nv_flight SEC(".maps");
 
 /* Event counters (nvmeof_maps.h), a scratch slot (see nv_as_id) and the receive stash. */
 NVMEOF_COUNTERS(nv_counters, NVMEOF_NCTR_COUNT, nv_slot, nv_event)
@@ -240,6 +250,44 @@ static __always_inline void finish(struct nvmeof_inflight* e, int points) {
   }
 }
 
+/* Writes the flight record of sampled command `e`, which ended on this node. No wakeup but
+ * when the ring is half full: the exporter polls, so a record costs no scheduler work in the
+ * completion path. Global (not
+ * static) where kernels allow it, as nv_hist_add: verified once, not at each caller. */
+#ifndef NVMEOF_BPF_BEFORE_5_12
+__noinline int nv_flight_emit(struct nvmeof_inflight* e) {
+#else
+static __always_inline int nv_flight_emit(struct nvmeof_inflight* e) {
+#endif
+  struct nvmeof_flight_record* r;
+  int i;
+  if (!e || !flight_records) return 0;
+  r = bpf_ringbuf_reserve(&nv_flight, sizeof(*r), 0);
+  if (!r) {
+    nv_event(NVMEOF_NCTR_FLIGHT_LOST);
+    return 0;
+  }
+#pragma unroll
+  for (i = 0; i < NVMEOF_POINTS; i++) r->ts[i] = e->ts[i];
+  r->series = e->series.id;
+  r->ctrl = e->ctrl;
+  r->slba = e->slba;
+  r->bytes = e->bytes;
+  r->cid = e->cid;
+  r->nlb = e->nlb;
+  r->qid = e->qid;
+  r->cntlid = e->cntlid;
+  r->port = e->series.port;
+  r->role = e->series.role;
+  r->opcode = e->opcode;
+  r->trtype = e->series.trtype;
+  /* The reader polls every second; it is woken only when the ring is half full. */
+  bpf_ringbuf_submit(r, bpf_ringbuf_query(&nv_flight, BPF_RB_AVAIL_DATA) > NVMEOF_FLIGHT_WAKE_BYTES
+                            ? BPF_RB_FORCE_WAKEUP
+                            : BPF_RB_NO_WAKEUP);
+  return 0;
+}
+
 /* Host disk (gendisk address) -> its controller's instance (nvme<N>) + 1, for stage spans at
  * controller detail (0: not an nvme disk name), parsed from the name at its first sampled
  * command; and NVMEOF_CTRL_UNTIMED_BLOCK, which the exporter sets (nvmeof_maps.h). */
@@ -342,6 +390,7 @@ static __always_inline bool nv_host_end(__u64 id, __u64 sector) {
   if (!w) return false;
   untimed_block = w->e.untimed_block;
   finish(&w->e, NVMEOF_HP_COUNT);
+  nv_flight_emit(&w->e);
   untrack(w, id);
   return untimed_block; /* the block program need not time it (nv_host_setup) */
 }

@@ -114,7 +114,38 @@ struct nvmeof_inflight {
   unsigned int untimed_block;
   /* tells two commands of one reused request apart (nvmeof.bpf.c, struct cmd) */
   unsigned long long tag;
+  /* The command as on the wire, for its flight record (struct nvmeof_flight_record): host at
+   * nvme_complete_rq, target at nvmet_req_init and nvmet_req_complete. */
+  unsigned long long slba;
+  unsigned long long ctrl; /* target: struct nvmet_ctrl address (its host NQN: nv_hostnqns) */
+  unsigned int bytes;
+  unsigned short cid, nlb, qid, cntlid;
+  unsigned char opcode;
+  unsigned char pad[7];
 };
+
+/* One sampled command, written to the ring buffer nv_flight when it ends on this node: the
+ * exporter's flight recorder (loader/flight_recorder.h). Names are looked up by address:
+ * `series` in nv_names (host disk, target subsystem NQN), `ctrl` in nv_hostnqns. */
+struct nvmeof_flight_record {
+  unsigned long long ts[NVMEOF_POINTS]; /* as nvmeof_inflight.ts */
+  unsigned long long series;            /* nvmeof_series.id: gendisk / nvmet_subsys address */
+  unsigned long long ctrl;              /* target: nvmet_ctrl address; host: 0 */
+  unsigned long long slba;
+  unsigned int bytes;
+  unsigned short cid, nlb, qid, cntlid;
+  unsigned short port;  /* target: nvmet port id */
+  unsigned char role;   /* enum nvmeof_role */
+  unsigned char opcode; /* NVMe I/O opcode (0x02 read, 0x01 write, ...) */
+  unsigned char trtype; /* target: NVMEOF_TRTYPE_*; host: 0 (the exporter knows the disk's) */
+  unsigned char pad[3];
+};
+
+/* The kernel ring buffer of flight records (bytes, a power of 2): at 1 in 32 and 100k commands
+ * a second, about 330 KB/s, read every second, or sooner once half full (about 10,000 records):
+ * at 1 in 1 and 100k commands a second, every 0.1 s. */
+#define NVMEOF_FLIGHT_RING_BYTES (2u << 20)
+#define NVMEOF_FLIGHT_WAKE_BYTES (NVMEOF_FLIGHT_RING_BYTES / 2)
 
 /* Per-CPU event counters (index into the `nv_counters` array map). */
 enum nvmeof_counter {
@@ -122,7 +153,8 @@ enum nvmeof_counter {
   NVMEOF_NCTR_MAP_FULL = 1,       /* a new series did not fit into nv_hists or nv_paths */
   NVMEOF_NCTR_SAMPLED_HOST = 2,   /* host commands picked for timing (at setup) */
   NVMEOF_NCTR_SAMPLED_TARGET = 3, /* target commands picked for timing (at init) */
-  NVMEOF_NCTR_COUNT = 4,
+  NVMEOF_NCTR_FLIGHT_LOST = 4,    /* a flight record found no room in nv_flight */
+  NVMEOF_NCTR_COUNT = 5,
 };
 
 /* Runtime switches the exporter writes (it attaches hooks of modules loaded later). */

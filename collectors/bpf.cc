@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "base/files.h"
 #include "base/log.h"
@@ -274,25 +275,28 @@ class BpfCollector : public Collector {
     std::sort(gone.begin(), gone.end());
     gone.erase(std::unique(gone.begin(), gone.end()), gone.end());
     nvmeof_.source->Forget(gone);
-    for (const auto& [labels, c] : commands) {
+    for (const auto& [labels, c] : commands)
       out.Counter("nvmeof_commands_total", kHelpNvCommands, labels, static_cast<double>(c.count));
-    }
-    const auto& bounds = layout_.bounds();
+    const auto slowest = SlowestRecorded();
     for (const auto* family : {&stages, &totals}) {
       for (const auto& [labels, h] : *family) {
         out.Histogram(
             family == &stages ? "nvmeof_stage_latency_seconds" : "nvmeof_command_latency_seconds",
-            family == &stages ? kHelpNvStage : kHelpNvTotal, labels, bounds,
+            family == &stages ? kHelpNvStage : kHelpNvTotal, labels, layout_.bounds(),
             layout_.Cumulative(h.buckets), h.count, static_cast<double>(h.sum_ns) / 1e9,
             Native(h.buckets));
+        if (family != &totals) continue;
+        out.Created(loaded_at_);
+        if (auto e = slowest.find(ExemplarKey(labels)); e != slowest.end())
+          out.Exemplars({e->second});
       }
     }
-    constexpr std::string_view kLost = kHelpLost;
-    out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost,
+    out.Counter("nvmeof_exporter_bpf_lost_events_total", kHelpLost,
                 {{"reason", "nvmeof_inflight_full"}},
                 static_cast<double>(snap.counters[NVMEOF_NCTR_INFLIGHT_FULL]));
-    out.Counter("nvmeof_exporter_bpf_lost_events_total", kLost, {{"reason", "nvmeof_map_full"}},
+    out.Counter("nvmeof_exporter_bpf_lost_events_total", kHelpLost, {{"reason", "nvmeof_map_full"}},
                 static_cast<double>(snap.counters[NVMEOF_NCTR_MAP_FULL]));
+    if (options_.flight) EmitFlightRecorder(snap.counters[NVMEOF_NCTR_FLIGHT_LOST], out);
     constexpr std::string_view kSampled =
         "NVMe-oF commands picked for timing (about 1 in bpf.sample_every, by a hash of each "
         "command's own fields), counted where picked: host at setup, target at init.";
@@ -305,7 +309,74 @@ class BpfCollector : public Collector {
     return true;
   }
 
+  // The flight recorder's intake and holding (collectors/collector_options.h `flight`).
+  void EmitFlightRecorder(std::uint64_t lost, MetricSink& out) {
+    out.Counter("nvmeof_exporter_bpf_lost_events_total", kHelpLost,
+                {{"reason", "flight_ring_full"}}, static_cast<double>(lost));
+    const FlightStats flight = options_.flight->Stats();
+    out.Counter("nvmeof_exporter_flight_recorder_records_total",
+                "Sampled NVMe-oF commands the flight recorder took in (GET /api/v1/commands).", {},
+                static_cast<double>(flight.added));
+    out.Counter("nvmeof_exporter_flight_recorder_evicted_total",
+                "Flight records dropped for age or size (bpf.flight_recorder_max_age, "
+                "bpf.flight_recorder_max_bytes).",
+                {}, static_cast<double>(flight.evicted));
+    out.Gauge("nvmeof_exporter_flight_recorder_held_records", "Flight records held now.", {},
+              static_cast<double>(flight.records));
+    out.Gauge("nvmeof_exporter_flight_recorder_bytes",
+              "Memory the held flight records take (records x entry size, plus names).", {},
+              static_cast<double>(flight.bytes));
+  }
+
+  // The series of nvmeof_command_latency_seconds a flight record belongs to, as far as its
+  // labels tell: role, op, and the host controller or the target subsystem (at command_detail
+  // namespace, an exemplar is the controller's slowest, from any of its namespaces).
+  using ExemplarKeyT = std::tuple<std::string, std::string, std::string>;
+  static ExemplarKeyT ExemplarKey(const Labels& labels) {
+    ExemplarKeyT key;
+    for (const auto& l : labels) {
+      if (l.name == "role") std::get<0>(key) = l.value;
+      if (l.name == "op") std::get<1>(key) = l.value;
+      if (l.name == "controller" || l.name == "nqn") std::get<2>(key) = l.value;
+    }
+    return key;
+  }
+
+  // Per series, the slowest command the flight recorder holds that ended since the scrape
+  // before (at least the last kExemplarWindow), as an exemplar that names it: a panel's point
+  // leads to the command (GET /api/v1/commands?ref=, `explain`).
+  std::map<ExemplarKeyT, Exemplar> SlowestRecorded() {
+    std::map<ExemplarKeyT, Exemplar> slowest;
+    if (!options_.flight) return slowest;
+    const auto now = std::chrono::system_clock::now();
+    const auto since = std::min(last_exemplar_scan_, now - kExemplarWindow);
+    last_exemplar_scan_ = now;
+    const auto since_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(since.time_since_epoch()).count());
+    for (std::uint8_t role : {NVMEOF_ROLE_HOST, NVMEOF_ROLE_TARGET}) {
+      const std::string role_name = role == NVMEOF_ROLE_HOST ? "host" : "target";
+      options_.flight->ForEachSince(role, since_ns, [&](const FlightEntry& e) {
+        ExemplarKeyT key{role_name, e.op,
+                         role == NVMEOF_ROLE_HOST ? e.identity->controller : e.identity->subsys};
+        const double seconds = static_cast<double>(e.e2e_ns) / 1e9;
+        auto [it, added] = slowest.try_emplace(key);
+        if (!added && it->second.value >= seconds) return;
+        it->second =
+            Exemplar{{{"command", CommandRef(e)}}, seconds, static_cast<double>(e.time_ns) / 1e9};
+      });
+    }
+    return slowest;
+  }
+
   CollectorOptions options_;
+  // When the programs were loaded: the end-to-end histograms' created timestamp (their counts
+  // start there; a series born later, a controller connected since, starts later than it says,
+  // which a created timestamp may do). Not on the stage histograms: a Prometheus without
+  // created-timestamp ingestion stores each OpenMetrics `_created` as a series of its own.
+  const double loaded_at_ =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  static constexpr std::chrono::seconds kExemplarWindow{15};
+  std::chrono::system_clock::time_point last_exemplar_scan_{};
   bool stage_per_node_ = options_.bpf.stage_detail == "node";
   bool command_per_controller_ = options_.bpf.command_detail == "controller";
   BlockLoad load_;
@@ -334,7 +405,7 @@ std::unique_ptr<Collector> NewBpfCollector(const CollectorOptions& options) {
   NvmeofLoad nvmeof;
   LifecycleLoad lifecycle;
   if (block.availability.ok) {
-    nvmeof = LoadNvmeof(options.paths, options.bpf, /*plan_only=*/false, &block);
+    nvmeof = LoadNvmeof(options.paths, options.bpf, /*plan_only=*/false, &block, options.flight);
     lifecycle = LoadLifecycle(options.paths, options.bpf);
   }
   return NewBpfCollectorFrom(options, std::move(block), std::move(nvmeof), std::move(lifecycle));

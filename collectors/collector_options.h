@@ -2,6 +2,8 @@
 // includes it too, never the other way round).
 #pragma once
 
+#include <memory>
+
 #include "base/collector.h"
 #include "collectors/kubernetes.h"
 #include "collectors/nvme_host.h"
@@ -11,6 +13,7 @@
 #include "collectors/rdma_netlink.h"
 #include "collectors/tcp.h"
 #include "loader/bpf_options.h"
+#include "loader/flight_recorder.h"
 
 namespace nvmeof {
 
@@ -26,6 +29,9 @@ struct CollectorOptions {
   RdmaNetlinkOptions rdma_netlink;
   TcpOptions tcp;
   KubernetesOptions kubernetes;
+  // The flight recorder the bpf collector fills and takes exemplars from, shared with the web
+  // server's /api/v1/commands; null when it is off (bpf.flight_recorder_max_bytes: 0).
+  std::shared_ptr<FlightRecorder> flight;
 };
 
 }  // namespace nvmeof

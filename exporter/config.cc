@@ -287,8 +287,8 @@ std::string UsageText() {
   std::ostringstream out;
   out << "usage: nvmeof_exporter [flags]\n"
          "       nvmeof_exporter probe [flags]\n"
-         "       nvmeof_exporter record|report|top [flags]   (see nvmeof_exporter SUBCOMMAND "
-         "--help)\n\n"
+         "       nvmeof_exporter record|report|top|explain [flags]   (see nvmeof_exporter "
+         "SUBCOMMAND --help)\n\n"
          "Prometheus exporter for NVMe-over-Fabrics and RDMA metrics. Without a subcommand it\n"
          "serves /metrics. Subcommands (docs/profiling.md):\n"
          "  probe    print, per BPF hook, whether and how it would attach; exit 1 if a\n"
@@ -296,7 +296,9 @@ std::string UsageText() {
          "  record   record sampled NVMe-oF commands to a file, on a host or a target (root)\n"
          "  report   tables of `record` files; a host and a target file are joined per command\n"
          "  top      live per-group stage view: its own eBPF programs (root), or --from a\n"
-         "           running exporter's /metrics\n\n"
+         "           running exporter's /metrics\n"
+         "  explain  the slowest NVMe-oF commands of running exporters' flight recorders, host\n"
+         "           joined with target, split into host, network, target and drive\n\n"
          "flags:\n"
       << FlagsHelp(ExporterFlags());
   out << "  --collector.NAME / --no-collector.NAME\n      Enable or disable a collector:\n";

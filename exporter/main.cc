@@ -1,5 +1,7 @@
 // nvmeof_exporter: parse flags and config, start collectors and the web server, wait for a signal.
 #include <signal.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include "base/log.h"
 #include "collectors/bpf.h"
 #include "collectors/registry.h"
+#include "exporter/commands_api.h"
 #include "exporter/config.h"
 #include "exporter/privileges.h"
 #include "exporter/scraper.h"
@@ -26,7 +29,18 @@ namespace {
 
 constexpr int kExitUsage = 2;  // bad flags or config, as Prometheus' own tools do
 
-int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
+// What GET /api/v1/commands says about this node.
+nvmeof::CommandsNode ThisNode(const nvmeof::Options& options) {
+  nvmeof::CommandsNode node;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) node.hostname = host;
+  utsname u{};
+  if (uname(&u) == 0) node.kernel = u.release;
+  node.sample_every = options.collector.bpf.sample_every;
+  return node;
+}
+
+int Serve(nvmeof::Options options, nvmeof::WebConfig web_config) {
   // Block the signals before any thread starts so only sigwait() below sees them.
   sigset_t signals;
   sigemptyset(&signals);
@@ -46,6 +60,18 @@ int Serve(const nvmeof::Options& options, nvmeof::WebConfig web_config) {
                                    std::chrono::duration<double>(timeout_seconds)),
                                format);
       });
+  // The flight recorder outlives every scrape and collector run: the bpf collector fills it, the
+  // endpoint reads it.
+  const auto& bpf = options.collector.bpf;
+  if (options.collectors.at("bpf") && bpf.flight_recorder_max_bytes > 0) {
+    options.collector.flight =
+        std::make_shared<nvmeof::FlightRecorder>(nvmeof::FlightRecorder::Limits{
+            bpf.flight_recorder_max_bytes, std::chrono::seconds(bpf.flight_recorder_max_age)});
+  }
+  server.AddEndpoint("/api/v1/commands", [recorder = options.collector.flight,
+                                          node = ThisNode(options)](const auto& args) {
+    return nvmeof::ServeCommands(recorder.get(), node, args);
+  });
   std::string error;
   if (!server.Start(&error)) {
     nvmeof::LogError("cannot start web server", nvmeof::Kv("err", error));
@@ -105,6 +131,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "top")
     return nvmeof::profile::RunTop(std::vector<std::string>(argv + 2, argv + argc), std::cout,
                                    std::cerr);
+  if (argc >= 2 && std::string_view(argv[1]) == "explain")
+    return nvmeof::profile::RunExplain(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                       std::cerr);
   nvmeof::Options options;
   std::string error;
   if (!nvmeof::ParseOptions(argc, argv, &options, &error)) {

@@ -304,6 +304,22 @@ int WebServer::Handle(MHD_Connection* connection, const std::string& url,
     return ready ? Reply(connection, MHD_HTTP_OK, kText, "Ready\n", false)
                  : Reply(connection, MHD_HTTP_SERVICE_UNAVAILABLE, kText, "Not ready\n", false);
   }
+  if (auto endpoint = endpoints_.find(url); endpoint != endpoints_.end()) {
+    if (!ready) {
+      return Reply(connection, MHD_HTTP_SERVICE_UNAVAILABLE, kText,
+                   "Collectors are being set up, try again\n", false);
+    }
+    QueryArgs args;
+    MHD_get_connection_values(
+        connection, MHD_GET_ARGUMENT_KIND,
+        [](void* cls, MHD_ValueKind, const char* key, const char* value) -> MHD_Result {
+          static_cast<QueryArgs*>(cls)->emplace_back(key ? key : "", value ? value : "");
+          return MHD_YES;
+        },
+        &args);
+    EndpointReply reply = endpoint->second(args);
+    return Reply(connection, reply.code, reply.content_type, std::move(reply.body), gzip_ok);
+  }
   if (url != options_.telemetry_path) {
     return Reply(connection, MHD_HTTP_NOT_FOUND, kText, "Not Found\n", false);
   }

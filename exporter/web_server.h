@@ -9,6 +9,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "exporter/config.h"
 #include "exporter/negotiation.h"
@@ -31,6 +33,19 @@ class WebServer {
   ~WebServer();
   WebServer(const WebServer&) = delete;
   WebServer& operator=(const WebServer&) = delete;
+
+  // An endpoint beside the telemetry path (GET /api/v1/commands): the same TLS and basic auth,
+  // 503 until ready. Its handler gets the query's arguments, decoded, in order (a key may come
+  // twice: the handler decides). Add before Start().
+  struct EndpointReply {
+    unsigned code = 200;
+    std::string content_type, body;
+  };
+  using QueryArgs = std::vector<std::pair<std::string, std::string>>;
+  using Endpoint = std::function<EndpointReply(const QueryArgs& args)>;
+  void AddEndpoint(std::string path, Endpoint handler) {
+    endpoints_[std::move(path)] = std::move(handler);
+  }
 
   // Binds and starts the server threads. On failure returns false with *error set.
   bool Start(std::string* error);
@@ -58,6 +73,7 @@ class WebServer {
   WebOptions options_;
   WebConfig config_;
   FormatHandler metrics_;
+  std::map<std::string, Endpoint> endpoints_;
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
   std::atomic<int> in_flight_{0};

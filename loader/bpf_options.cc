@@ -108,7 +108,8 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
   if (!CheckKeys(node, "bpf",
                  {"mechanism", "btf_path", "sample_every", "buckets", "enable_stats",
                   "block_devices", "size_classes", "protobuf_histograms", "stage_detail",
-                  "command_detail", "map_memory_max", "hostnqn_limit", "transport_stages"},
+                  "command_detail", "map_memory_max", "hostnqn_limit", "transport_stages",
+                  "flight_recorder_max_bytes", "flight_recorder_max_age"},
                  error)) {
     return false;
   }
@@ -143,6 +144,18 @@ bool ParseBpfOptions(const YAML::Node& node, BpfOptions* bpf, std::string* error
     std::uint64_t v = 0;
     if (!ReadUint(node["hostnqn_limit"], "bpf.hostnqn_limit", 0, 100000, &v, error)) return false;
     bpf->hostnqn_limit = static_cast<std::uint32_t>(v);
+  }
+  if (node["flight_recorder_max_bytes"] &&
+      !ReadUint(node["flight_recorder_max_bytes"], "bpf.flight_recorder_max_bytes", 0, 1ULL << 34,
+                &bpf->flight_recorder_max_bytes, error)) {
+    return false;
+  }
+  if (node["flight_recorder_max_age"]) {
+    std::uint64_t v = 0;
+    if (!ReadUint(node["flight_recorder_max_age"], "bpf.flight_recorder_max_age", 1, 86400, &v,
+                  error))
+      return false;
+    bpf->flight_recorder_max_age = static_cast<std::uint32_t>(v);
   }
   if (node["enable_stats"] &&
       !ReadBool(node["enable_stats"], "bpf.enable_stats", &bpf->enable_stats, error)) {

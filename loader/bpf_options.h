@@ -55,6 +55,11 @@ struct BpfOptions {
   std::uint64_t map_memory_max = 64ULL << 20;
   // Distinct host NQNs nvmeof_target_controllers names; later ones are hostnqn="other".
   std::uint32_t hostnqn_limit = 64;
+  // The flight recorder (loader/flight_recorder.h, GET /api/v1/commands, exemplars): the sampled
+  // commands of the last flight_recorder_max_age seconds or flight_recorder_max_bytes, whichever
+  // is reached first. 0 bytes turns it off (the endpoint answers 404, no exemplars).
+  std::uint64_t flight_recorder_max_bytes = 16ULL << 20;
+  std::uint32_t flight_recorder_max_age = 30;
 };
 
 // What both BPF objects' stage maps are loaded with (rodata of bpf/nvmeof_inflight.bpf.h): the

@@ -17,7 +17,8 @@ BlockLoad LoadBlock(const Paths&, const BpfOptions&, bool, bool) {
   return {DisabledAtBuild(), {}, nullptr};
 }
 
-NvmeofLoad LoadNvmeof(const Paths&, const BpfOptions&, bool, const BlockLoad*) {
+NvmeofLoad LoadNvmeof(const Paths&, const BpfOptions&, bool, const BlockLoad*,
+                      std::shared_ptr<FlightRecorder>) {
   return {DisabledAtBuild(), {}, nullptr};
 }
 

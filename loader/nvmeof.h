@@ -20,6 +20,8 @@ struct nvmeof_bpf;  // bpftool's skeleton of bpf/nvmeof.bpf.c (nvmeof.skel.h)
 
 namespace nvmeof {
 
+class FlightRecorder;  // loader/flight_recorder.h
+
 // Host: nvme_setup_cmd, nvme_complete_rq and nvme_rq_end are required (the frame); the driver
 // hooks are optional and merge stages when missing. Target: nvmet_req_init and
 // nvmet_req_complete are required. Each is gated on its module (nvme_core, nvmet, ...).
@@ -132,8 +134,10 @@ struct NvmeofLoad {
 // block: the loaded block collector; where its programs set up and end NVMe-oF host commands
 // (BlockSource::NvmeofEnd), the nvme_rq_end hook is its completion program and nvme_setup_cmd
 // its issue program where attached (shown with their variants), and the stage maps are its.
+// flight: where the sampled commands' records go (bpf.flight_recorder_max_bytes > 0); null: none.
 NvmeofLoad LoadNvmeof(const Paths& paths, const BpfOptions& options, bool plan_only,
-                      const BlockLoad* block = nullptr);
+                      const BlockLoad* block = nullptr,
+                      std::shared_ptr<FlightRecorder> flight = nullptr);
 
 // Is the module loaded? (<sysfs>/module/<name> exists; built-in modules have it too)
 bool ModuleLoaded(const Paths& paths, std::string_view module);

@@ -1,5 +1,8 @@
 #include "profile/cli.h"
 
+#include <cmath>
+#include <cstdlib>
+
 #include "base/files.h"
 #include "loader/bpf_options.h"
 
@@ -58,6 +61,58 @@ bool GetFormatJson(const ParsedArgs& parsed, bool* json, std::string* error) {
     return false;
   }
   *json = *v == "json";
+  return true;
+}
+
+const std::vector<FlagSpec>& HttpClientFlags() {
+  static const std::vector<FlagSpec> flags = {
+      {"from.ca-file", FlagSpec::kValue,
+       "https: verify the server against this PEM CA bundle. Default: the system trust.", 0, "PEM"},
+      {"from.insecure-skip-verify", FlagSpec::kSwitch, "https: accept any certificate (testing)."},
+      {"from.username", FlagSpec::kValue, "Basic auth user, with --from.password-file.", 0, "USER"},
+      {"from.password-file", FlagSpec::kValue, "Basic auth password: the file's first line.", 0,
+       "FILE"},
+  };
+  return flags;
+}
+
+bool GetHttpClientOptions(const ParsedArgs& parsed, HttpClientOptions* options,
+                          std::string* error) {
+  for (auto [flag, dst] : {std::pair{"from.ca-file", &options->ca_file},
+                           std::pair{"from.password-file", &options->password_file}}) {
+    const std::string* v = parsed.Get(flag);
+    if (!v) continue;
+    if (!Exists(*v)) {
+      *error = std::string("--") + flag + ": \"" + *v + "\" does not exist";
+      return false;
+    }
+    *dst = *v;
+  }
+  if (auto v = parsed.Get("from.username")) options->username = *v;
+  options->insecure_skip_verify = parsed.On("from.insecure-skip-verify");
+  return true;
+}
+
+bool ParseDurationSeconds(const std::string& text, double max_seconds, double* seconds) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == text.c_str() || !std::isfinite(v)) return false;
+  const std::string unit = end;
+  double scale = 0;
+  if (unit.empty() || unit == "s") {
+    scale = 1;
+  } else if (unit == "ms") {
+    scale = 1e-3;
+  } else if (unit == "m") {
+    scale = 60;
+  } else if (unit == "h") {
+    scale = 3600;
+  } else {
+    return false;
+  }
+  const double s = v * scale;
+  if (!(s > 0) || s > max_seconds) return false;
+  *seconds = s;
   return true;
 }
 

@@ -15,10 +15,6 @@ namespace nvmeof::profile {
 
 namespace {
 
-// A Prometheus text exposition is a few MiB at most; far more means the URL is not an
-// exporter's (or a hostile one), and top would hold it all in memory twice.
-constexpr curl_off_t kMaxBody = 64 << 20;
-constexpr const char* kMaxBodyText = "64 MiB";
 // A host that is down should fail the frame quickly, not after the whole read budget.
 constexpr double kMaxConnectSeconds = 5;
 
@@ -72,7 +68,7 @@ std::string UrlPart(CURLU* url, CURLUPart part, unsigned flags = 0) {
 
 // What a failed curl_easy_perform means, naming the step: connect, TLS handshake, send, read.
 std::string DescribeFailure(CURL* curl, CURLcode rc, const char* error_buffer, bool too_large,
-                            const std::string& where, bool tls) {
+                            const std::string& where, bool tls, std::size_t max_body) {
   const std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
   switch (rc) {
     case CURLE_COULDNT_RESOLVE_HOST:
@@ -109,7 +105,7 @@ std::string DescribeFailure(CURL* curl, CURLcode rc, const char* error_buffer, b
     case CURLE_WRITE_ERROR:
     case CURLE_FILESIZE_EXCEEDED:
       return too_large || rc == CURLE_FILESIZE_EXCEEDED
-                 ? std::string("response larger than ") + kMaxBodyText
+                 ? "response larger than " + std::to_string(max_body >> 20) + " MiB"
                  : "read response from " + where + ": " + detail;
     case CURLE_SEND_ERROR:
       return "send request to " + where + ": " + detail;
@@ -126,6 +122,18 @@ std::string DescribeFailure(CURL* curl, CURLcode rc, const char* error_buffer, b
   }
 }
 
+// The first line of an error answer's body, for the error message: printable ASCII only, at
+// most 200 characters; "" when there is none.
+std::string FirstLine(const std::string& body) {
+  std::string line;
+  for (char c : body) {
+    if (c == '\n' || c == '\r' || line.size() >= 200) break;
+    line += c >= 0x20 && c < 0x7f ? c : '?';
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
 }  // namespace
 
 struct HttpClient::State {
@@ -133,7 +141,8 @@ struct HttpClient::State {
   std::unique_ptr<curl_slist, CurlSlistDeleter> headers;
   char error_buffer[CURL_ERROR_SIZE] = {};
   std::string setup_error;  // set by the constructor: every Get fails with it
-  // Per transfer: where the body goes, whether it outgrew kMaxBody, the last status line.
+  // Per transfer: where the body goes, whether it outgrew max_body, the last status line.
+  std::size_t max_body = 0;
   std::string* body = nullptr;
   bool too_large = false;
   std::string status_line;
@@ -141,7 +150,7 @@ struct HttpClient::State {
   static size_t OnBody(char* data, size_t size, size_t n, void* self) {
     State* s = static_cast<State*>(self);
     const size_t bytes = size * n;
-    if (s->body->size() + bytes > static_cast<size_t>(kMaxBody)) {
+    if (s->body->size() + bytes > s->max_body) {
       s->too_large = true;
       return 0;  // curl aborts the transfer with CURLE_WRITE_ERROR
     }
@@ -202,8 +211,10 @@ HttpClient::HttpClient(HttpClientOptions options)
       std::min(timeout_ms, static_cast<long>(kMaxConnectSeconds * 1000)));
   set(CURLOPT_HTTPHEADER, s.headers.get());
   set(CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl decodes; OnBody bounds the decoded size
-  set(CURLOPT_MAXFILESIZE_LARGE, kMaxBody);  // refused early when Content-Length says so
-  set(CURLOPT_USERAGENT, "nvmeof_exporter top");
+  s.max_body = options_.max_body_bytes;
+  // Refused early when Content-Length says so.
+  set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(s.max_body));
+  set(CURLOPT_USERAGENT, options_.user_agent.c_str());
   set(CURLOPT_WRITEFUNCTION, &State::OnBody);
   set(CURLOPT_WRITEDATA, &s);
   set(CURLOPT_HEADERFUNCTION, &State::OnHeader);
@@ -272,15 +283,17 @@ bool HttpClient::Get(const std::string& url, std::string* body, std::string* err
   s.body = nullptr;
   if (rc != CURLE_OK) {
     body->clear();
-    *error = DescribeFailure(curl, rc, s.error_buffer, s.too_large, where, tls);
+    *error = DescribeFailure(curl, rc, s.error_buffer, s.too_large, where, tls, s.max_body);
     return false;
   }
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   if (status < 200 || status > 299) {
+    const std::string reason = options_.error_body && status >= 400 ? FirstLine(*body) : "";
     body->clear();
     // HTTP/2 has no reason phrase: the number alone then.
     *error = "HTTP " + (s.status_line.empty() ? std::to_string(status) : s.status_line);
+    if (!reason.empty()) *error += ": " + reason;
     if (status >= 300 && status <= 399) {
       char* location = nullptr;
       curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);

@@ -1,4 +1,4 @@
-// The HTTP client `top --from` reads a running exporter with.
+// The HTTP client `top --from` and `explain` read running exporters with.
 //
 // libcurl, Debian's OpenSSL flavour (libcurl4-openssl-dev; at run time libcurl4), although the
 // exporter's own web config uses GnuTLS: the GnuTLS flavour's libcurl4-gnutls-dev conflicts with
@@ -6,6 +6,7 @@
 // have both. Nothing here depends on the flavour but the wording of libcurl's TLS errors.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,14 @@ struct HttpClientOptions {
   bool insecure_skip_verify = false;  // https: accept any certificate (testing only)
   std::string username;               // basic auth, with the password in password_file
   std::string password_file;          // its first line is the password
+  // A Prometheus text exposition is a few MiB at most; far more means the URL is not an
+  // exporter's (or a hostile one), and top would hold it all in memory twice. `explain` reads
+  // record files of up to a few hundred MiB.
+  std::size_t max_body_bytes = std::size_t{64} << 20;
+  // A 4xx/5xx answer's error ends in the first line of its body ("HTTP 400 Bad Request:
+  // since: not a number"): the flight recorder's API says there what was wrong.
+  bool error_body = false;
+  std::string user_agent = "nvmeof_exporter top";
 };
 
 // GETs over http:// or https:// on one kept-alive connection: `top --from` scrapes the same URL

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "profile/record_file.h"
+#include "loader/record_file.h"
 
 namespace nvmeof::profile {
 

@@ -14,7 +14,7 @@
 #include "bpf/record_maps.h"
 #include "loader/attach.h"
 #include "loader/record.h"
-#include "profile/record_file.h"
+#include "loader/record_file.h"
 #include "profile/top_frame.h"
 
 namespace nvmeof::profile {

@@ -22,7 +22,7 @@
 #include "profile/cli.h"
 #include "profile/commands.h"
 #include "profile/live.h"
-#include "profile/record_file.h"
+#include "loader/record_file.h"
 #include "profile/record_spool.h"
 
 namespace nvmeof::profile {

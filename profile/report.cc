@@ -8,7 +8,7 @@
 
 #include "profile/cli.h"
 #include "profile/commands.h"
-#include "profile/record_file.h"
+#include "loader/record_file.h"
 #include "profile/report_data.h"
 #include "profile/report_render.h"
 

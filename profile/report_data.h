@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "profile/join.h"
-#include "profile/record_file.h"
+#include "loader/record_file.h"
 
 namespace nvmeof::profile {
 

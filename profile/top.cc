@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <thread>
 
-#include "base/files.h"
 #include "loader/record.h"
 #include "profile/cli.h"
 #include "profile/commands.h"
@@ -30,26 +29,25 @@ struct TopArgs {
 };
 
 const std::vector<FlagSpec>& TopFlags() {
-  static const std::vector<FlagSpec> flags = {
-      {"from", FlagSpec::kValue,
-       "Read two scrapes of a running exporter's /metrics (http:// or https://) per frame\n"
-       "instead of loading eBPF programs; needs no privileges.",
-       0, "URL"},
-      {"from.ca-file", FlagSpec::kValue,
-       "https: verify the server against this PEM CA bundle. Default: the system trust.", 0, "PEM"},
-      {"from.insecure-skip-verify", FlagSpec::kSwitch, "https: accept any certificate (testing)."},
-      {"from.username", FlagSpec::kValue, "Basic auth user, with --from.password-file.", 0, "USER"},
-      {"from.password-file", FlagSpec::kValue, "Basic auth password: the file's first line.", 0,
-       "FILE"},
-      {"once", FlagSpec::kSwitch, "Print one frame and exit."},
-      {"interval", FlagSpec::kValue, "Seconds per frame, in (0, 3600]. Default 2.", 0, "SECONDS"},
-      {"format", FlagSpec::kValue, "text, or json: one JSON object per frame. Default text.", 0,
-       "FORMAT"},
-      {"sample-every", FlagSpec::kValue, "Without --from: time 1 in N commands. Default 8.", 's',
-       "N"},
-      BpfMechanismFlag(),
-      kHelpFlag,
-  };
+  static const std::vector<FlagSpec> flags = [] {
+    std::vector<FlagSpec> f = {
+        {"from", FlagSpec::kValue,
+         "Read two scrapes of a running exporter's /metrics (http:// or https://) per frame\n"
+         "instead of loading eBPF programs; needs no privileges.",
+         0, "URL"},
+        {"once", FlagSpec::kSwitch, "Print one frame and exit."},
+        {"interval", FlagSpec::kValue, "Seconds per frame, in (0, 3600]. Default 2.", 0, "SECONDS"},
+        {"format", FlagSpec::kValue, "text, or json: one JSON object per frame. Default text.", 0,
+         "FORMAT"},
+        {"sample-every", FlagSpec::kValue, "Without --from: time 1 in N commands. Default 8.", 's',
+         "N"},
+        BpfMechanismFlag(),
+        kHelpFlag,
+    };
+    // --from.*, after --from (the help's order).
+    f.insert(f.begin() + 1, HttpClientFlags().begin(), HttpClientFlags().end());
+    return f;
+  }();
   return flags;
 }
 
@@ -72,16 +70,7 @@ int ParseTopArgs(const std::vector<std::string>& args, TopArgs* t, std::ostream&
     if (v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
       return UsageError("top", "--from: \"" + *v + "\" is not an http:// or https:// URL", err);
   }
-  for (auto [flag, dst] : {std::pair{"from.ca-file", &t->client.ca_file},
-                           std::pair{"from.password-file", &t->client.password_file}}) {
-    const std::string* v = p.Get(flag);
-    if (!v) continue;
-    if (!Exists(*v))
-      return UsageError("top", std::string("--") + flag + ": \"" + *v + "\" does not exist", err);
-    *dst = *v;
-  }
-  if (auto v = p.Get("from.username")) t->client.username = *v;
-  t->client.insecure_skip_verify = p.On("from.insecure-skip-verify");
+  if (!GetHttpClientOptions(p, &t->client, &e)) return UsageError("top", e, err);
   t->once = p.On("once");
   if (auto v = p.Get("interval")) {
     char* end = nullptr;

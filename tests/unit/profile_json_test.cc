@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "profile/json_out.h"
-#include "profile/record_file.h"
+#include "loader/record_file.h"
 #include "profile/report_data.h"
 #include "profile/report_render.h"
 #include "profile/top_render.h"

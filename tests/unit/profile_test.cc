@@ -12,7 +12,7 @@
 #include "loader/nvmeof.h"
 #include "profile/commands.h"
 #include "profile/live.h"
-#include "profile/record_file.h"
+#include "loader/record_file.h"
 #include "profile/report_data.h"
 #include "profile/report_render.h"
 #include "profile/top_frame.h"

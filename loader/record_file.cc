@@ -1,4 +1,4 @@
-#include "profile/record_file.h"
+#include "loader/record_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <variant>
 
-namespace nvmeof::profile {
+namespace nvmeof {
 
 namespace {
 
@@ -160,7 +160,9 @@ bool ParseRecord(const Object& o, Record* r, std::string* error) {
       !Field<std::string>(o, "device", false, &r->device, error) ||
       !Field<std::uint64_t>(o, "slba", true, &r->slba, error) ||
       !Field<std::uint64_t>(o, "nlb", true, &r->nlb, error) ||
-      !Field<std::vector<std::uint64_t>>(o, "ts", true, &r->ts, error))
+      !Field<std::vector<std::uint64_t>>(o, "ts", true, &r->ts, error) ||
+      !Field<std::uint64_t>(o, "time_ns", false, &r->time_ns, error) ||
+      !Field<std::string>(o, "ref", false, &r->ref, error))
     return false;
   const size_t points =
       r->role == NVMEOF_ROLE_HOST ? size_t{NVMEOF_HP_COUNT} : size_t{NVMEOF_TP_COUNT};
@@ -212,7 +214,7 @@ void WriteRecord(const Record& r, std::ostream& out) {
       return json;
     }
   };
-  thread_local Text transport, op, subsys, hostnqn, device;
+  thread_local Text transport, op, subsys, hostnqn, device, ref;
   thread_local std::string line;
   char digits[24];
   auto number = [&](std::string_view key, std::uint64_t v) {
@@ -237,7 +239,10 @@ void WriteRecord(const Record& r, std::ostream& out) {
   number(",\"nlb\":", r.nlb);
   line += ",\"ts\":[";
   for (size_t i = 0; i < r.ts.size(); ++i) number(i ? "," : "", r.ts[i]);
-  line += "]}\n";
+  line += ']';
+  if (r.time_ns) number(",\"time_ns\":", r.time_ns);
+  if (!r.ref.empty()) text(",\"ref\":", ref, r.ref);
+  line += "}\n";
   out.write(line.data(), static_cast<std::streamsize>(line.size()));
 }
 
@@ -324,4 +329,4 @@ std::uint64_t EndToEnd(const Record& r) {
   return last - first;
 }
 
-}  // namespace nvmeof::profile
+}  // namespace nvmeof

@@ -21,7 +21,7 @@
 
 #include "bpf/nvmeof_maps.h"
 
-namespace nvmeof::profile {
+namespace nvmeof {
 
 inline constexpr const char* kRecordFormat = "nvmeof-record";
 inline constexpr int kRecordVersion = 1;
@@ -50,6 +50,11 @@ struct Record {
   std::uint64_t slba = 0;
   std::uint32_t nlb = 0;          // number of logical blocks, 0's based as on the wire
   std::vector<std::uint64_t> ts;  // per point (host: NVMEOF_HP_*, target: NVMEOF_TP_*), 0 = none
+  // Optional (the flight recorder's, GET /api/v1/commands): the wall clock (CLOCK_REALTIME ns)
+  // of the command's end, and its handle on its node (flight_recorder.h CommandRef). Written
+  // only when set.
+  std::uint64_t time_ns = 0;
+  std::string ref;
 };
 
 struct RecordFile {
@@ -75,4 +80,4 @@ bool ReadRecordFile(const std::string& path, RecordFile* file, std::string* erro
 // One command's end to end on its node: last passed point - first passed point (0 if < 2).
 std::uint64_t EndToEnd(const Record& record);
 
-}  // namespace nvmeof::profile
+}  // namespace nvmeof
