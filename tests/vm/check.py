@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree (run.sh runs this from there)
+from check_explain import ExplainChecks  # noqa: E402
 from check_faults import FaultsChecks  # noqa: E402
 from check_kubelet import KubeletChecks  # noqa: E402
 from check_lifecycle import LifecycleChecks  # noqa: E402
@@ -71,7 +72,7 @@ class Env(dict):
 
 
 class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleChecks,
-              MultipathChecks, KubeletChecks):
+              MultipathChecks, KubeletChecks, ExplainChecks):
     def __init__(self, directory):
         self.dir = directory
         self.failures = 0

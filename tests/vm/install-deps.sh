@@ -17,9 +17,9 @@ SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 # Binaries the initramfs copies from the host, plus the host-side tools: promtool lints every
 # scrape, protoc with client_model's metrics.proto decodes the protobuf ones (check.py).
 need_cmds=(qemu-system-x86_64 /bin/busybox cpio /usr/bin/kmod /usr/sbin/nvme /usr/bin/fio
-  /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo /usr/sbin/bpftool /usr/sbin/biolatency /usr/sbin/mkfs.ext4
+  /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo /usr/sbin/bpftool /usr/sbin/biolatency /usr/sbin/mkfs.ext4 /usr/sbin/tc /usr/sbin/dmsetup
   python3 zstd timeout promtool protoc)
-PKGS="qemu-system-x86 busybox-static cpio kmod nvme-cli fio rdma-core ibverbs-utils iproute2 e2fsprogs \
+PKGS="qemu-system-x86 busybox-static cpio kmod nvme-cli fio rdma-core ibverbs-utils iproute2 e2fsprogs dmsetup \
 bpftool libbpf-tools python3 zstd coreutils prometheus protobuf-compiler golang-github-prometheus-client-model-dev"
 
 have_kernel() { local kv; kv=$(kernel_of "$1") && [ -n "$kv" ] && [ -n "$(kernel_dir "$kv")" ]; }

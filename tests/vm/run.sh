@@ -86,10 +86,11 @@ say() { echo "[vm $KERNEL_ARG/$SCENARIO +$(el "$t0")s] $*"; }
 # ---- initramfs: a cached base (tools, libraries, modules) + a fresh layer (exporter, scripts) ----
 MODULES="configfs virtio_pci 9pnet_virtio 9p veth null_blk rdma_rxe ib_uverbs rdma_ucm \
 nvmet nvmet_rdma nvmet_tcp nvme_rdma nvme_tcp nvme_fabrics nvme_core inet_diag tcp_diag \
-crc32c_generic crc32c_intel crc32_generic crc32_pclmul crc32_cryptoapi crc32c_cryptoapi ext4"
+crc32c_generic crc32c_intel crc32_generic crc32_pclmul crc32_cryptoapi crc32c_cryptoapi ext4 \
+dm_delay sch_prio sch_netem cls_u32"
 # (a module a kernel lacks or builds in is skipped: 7.x has crc32*_cryptoapi, not crc32_generic)
 BINS="/usr/bin/kmod /usr/sbin/nvme /usr/bin/fio /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo \
-/usr/sbin/bpftool /usr/sbin/biolatency /usr/sbin/mkfs.ext4"
+/usr/sbin/bpftool /usr/sbin/biolatency /usr/sbin/mkfs.ext4 /usr/sbin/tc /usr/sbin/dmsetup"
 BASE_FORMAT=1 # bump when the base layout changes in a way the hash below cannot see
 
 copy_file() { # SRC DST-in-ROOT (dereferenced; first copy wins)
