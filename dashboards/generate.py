@@ -73,9 +73,10 @@ class Dashboard:
         }
         self.next_id += 1
         for i, t in enumerate(targets):
-            expr, legend = (t, "") if isinstance(t, str) else t
+            expr, legend, *more = (t, "") if isinstance(t, str) else t
             p["targets"].append({"refId": chr(ord("A") + i), "datasource": DS, "expr": expr,
-                                 "legendFormat": legend, "range": True, "instant": False})
+                                 "legendFormat": legend, "range": True, "instant": False,
+                                 **(more[0] if more else {})})
         if kind == "timeseries":
             stack = extra.pop("stack", False)
             p["fieldConfig"]["defaults"]["custom"] = {
@@ -132,6 +133,16 @@ def p99(by, metric, sel):
     panel shows the worst series' p99, never a p99 rebuilt over several series."""
     rec = f"instance:{metric}:p99_5m{{{sel}}}"
     return f"max by ({by}) ({rec})" if by else f"max({rec})"
+
+
+def exemplars(metric, sel):
+    """A target that draws no line, only the exemplars of METRIC's raw series (the classic
+    `_bucket` series and the native histogram: the exporter puts each scrape's slowest recorded
+    command on them, labelled `command`). Recorded series carry no exemplars, and a comparison
+    no sample passes keeps the query to one instant selection; Prometheus' query_exemplars takes
+    the selector from the expression."""
+    return (f'{{__name__=~"{metric}(_bucket)?",{sel}}} < 0', "slowest command",
+            {"exemplar": True})
 
 
 def heatmap(metric, sel):
@@ -314,11 +325,13 @@ def latency():
             "End-to-end p99 per controller: one host's path to one subsystem, all its "
             "namespaces (nvmeof_controller_info names the subsystem's NQN). " + SAMPLED, "s",
             [(p99("instance, controller, op", "nvmeof_command_latency_seconds", H),
-              "{{instance}} {{controller}} {{op}}")])
+              "{{instance}} {{controller}} {{op}}"),
+             exemplars("nvmeof_command_latency_seconds", H)])
     d.panel("timeseries", "Target p99 by subsystem",
             "Target end-to-end p99 per subsystem. " + SAMPLED, "s",
             [(p99("instance, nqn, op", "nvmeof_command_latency_seconds", T),
-              "{{instance}} {{nqn}} {{op}}")])
+              "{{instance}} {{nqn}} {{op}}"),
+             exemplars("nvmeof_command_latency_seconds", T)])
     d.panel("timeseries", "Host IOPS by controller", "Commands per second per controller "
             "(exact).", "iops",
             [(f"sum by (instance, controller, op) (instance:nvmeof_commands:rate5m{{{H}}})",
