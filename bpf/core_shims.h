@@ -43,8 +43,7 @@ static __always_inline __u32 nvmeof_rq_op(struct request* rq, bool direct) {
 }
 
 /* log2(lbs / 512) for a logical block size that is a power of 2 from 512 B to 64 KiB, without
- * branches: the bits set in lbs / 512 - 1, counted (a branch per candidate size cost about 20
- * instructions at each of a request's hooks). */
+ * a branch per candidate size: the bits set in lbs / 512 - 1, counted. */
 static __always_inline __u32 nvmeof_lbs_shift(__u32 lbs) {
   __u32 v = ((lbs >> 9) - 1) & 0x7f;
   v = v - ((v >> 1) & 0x55);
@@ -76,7 +75,8 @@ static __always_inline bool nvmeof_rq_picked(struct request* rq, bool direct, __
       bpf_probe_read_kernel(&lbs, bpf_core_field_size(q->limits.logical_block_size),
                             __builtin_preserve_access_index(&q->limits.logical_block_size));
   }
-  /* 512 B and 4 KiB blocks, nearly every disk, without the bit count: 10-15 instructions a hook. */
+  /* 512 B and 4 KiB blocks, nearly every disk, skip the bit count: every hook of every request
+   * pays for the pick (tests/bench/README.md, Round 15). */
   return nvmeof_picked_cmd(sector >> (lbs == 512 ? 0 : lbs == 4096 ? 3 : nvmeof_lbs_shift(lbs)), tag,
                            limit);
 }
