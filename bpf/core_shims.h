@@ -77,8 +77,10 @@ static __always_inline bool nvmeof_rq_picked(struct request* rq, bool direct, __
   }
   /* 512 B and 4 KiB blocks, nearly every disk, skip the bit count: every hook of every request
    * pays for the pick (tests/bench/README.md, Round 15). */
-  return nvmeof_picked_cmd(sector >> (lbs == 512 ? 0 : lbs == 4096 ? 3 : nvmeof_lbs_shift(lbs)), tag,
-                           limit);
+  return nvmeof_picked_cmd(sector >> (lbs == 512    ? 0
+                                      : lbs == 4096 ? 3
+                                                    : nvmeof_lbs_shift(lbs)),
+                           tag, limit);
 }
 
 /* Module types (nvme-core, nvme-rdma, nvme-tcp, nvmet, nvmet-rdma, nvmet-tcp, ib_core) are not in

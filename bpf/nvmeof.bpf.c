@@ -291,8 +291,9 @@ static __always_inline void target_identity(struct nvmet_req___nv* req, struct n
   bpf_map_update_elem(&nv_hostnqns, &key, z, BPF_NOEXIST);
   dst = bpf_map_lookup_elem(&nv_hostnqns, &key);
   if (dst)
-    bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE,
-                              (void*)(key + bpf_core_field_offset(struct nvmet_ctrl___nv, hostnqn)));
+    bpf_probe_read_kernel_str(
+        dst, NVMEOF_NQN_SIZE,
+        (void*)(key + bpf_core_field_offset(struct nvmet_ctrl___nv, hostnqn)));
 }
 
 static __always_inline void on_done(__u64 id, struct nvmet_req___nv* req, bool direct) {
