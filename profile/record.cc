@@ -19,10 +19,10 @@
 #include "base/files.h"
 #include "base/log.h"
 #include "loader/nvmeof.h"
+#include "loader/record_file.h"
 #include "profile/cli.h"
 #include "profile/commands.h"
 #include "profile/live.h"
-#include "loader/record_file.h"
 #include "profile/record_spool.h"
 
 namespace nvmeof::profile {

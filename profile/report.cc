@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "loader/record_file.h"
 #include "profile/cli.h"
 #include "profile/commands.h"
-#include "loader/record_file.h"
 #include "profile/report_data.h"
 #include "profile/report_render.h"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "profile/join.h"
 #include "loader/record_file.h"
+#include "profile/join.h"
 
 namespace nvmeof::profile {
 

@@ -6,8 +6,8 @@
 #include <limits>
 #include <sstream>
 
-#include "profile/json_out.h"
 #include "loader/record_file.h"
+#include "profile/json_out.h"
 #include "profile/report_data.h"
 #include "profile/report_render.h"
 #include "profile/top_render.h"

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "loader/nvmeof.h"
+#include "loader/record_file.h"
 #include "profile/commands.h"
 #include "profile/live.h"
-#include "loader/record_file.h"
 #include "profile/report_data.h"
 #include "profile/report_render.h"
 #include "profile/top_frame.h"
