@@ -298,8 +298,9 @@ def evaluate(args):
                 where = f"{name} panel {p['id']} '{p['title']}' {t['refId']}"
                 if t.get("exemplar") and expr.endswith(" < 0"):
                     # An exemplars-only target draws no line by design: check that its
-                    # selector finds the raw series whose exemplars it shows.
-                    expr = expr[:-len(" < 0")] + " >= 0"
+                    # selector finds the raw series whose exemplars it shows (count: a
+                    # comparison drops native histogram samples).
+                    expr = f"count({expr[:-len(' < 0')]})"
                 checked += 1
                 res = query(where, expr)
                 if res is not None:
