@@ -11,9 +11,27 @@ std::string ControllerOfDisk(std::string_view disk) {
   return instance < 0 ? std::string() : "nvme" + std::to_string(instance);
 }
 
-std::string CommandRef(const FlightEntry& e) {
+namespace {
+
+std::uint64_t LastPoint(const FlightEntry& e) {
   std::uint64_t last = 0;
   for (auto t : e.ts) last = std::max(last, t);
+  return last;
+}
+
+// A CommandRef as the role and last point it names; false if `ref` is not one.
+bool ParseRef(const std::string& ref, std::uint8_t* role, std::uint64_t* last) {
+  if (ref.size() < 3 || (ref[0] != 'h' && ref[0] != 't') || ref[1] != '-') return false;
+  *role = ref[0] == 'h' ? NVMEOF_ROLE_HOST : NVMEOF_ROLE_TARGET;
+  const char* end = ref.data() + ref.size();
+  auto [ptr, ec] = std::from_chars(ref.data() + 2, end, *last);
+  return ec == std::errc() && ptr == end;
+}
+
+}  // namespace
+
+std::string CommandRef(const FlightEntry& e) {
+  const std::uint64_t last = LastPoint(e);
   char digits[24];
   std::string ref(e.role == NVMEOF_ROLE_HOST ? "h-" : "t-");
   ref.append(digits, std::to_chars(digits, digits + sizeof digits, last).ptr);
@@ -84,7 +102,11 @@ bool FlightRecorder::Matches(const FlightEntry& e, const FlightQuery& q) const {
   if (e.role != q.role || e.time_ns < q.since_ns || e.e2e_ns < q.min_ns) return false;
   if (!q.controller.empty() && e.identity->controller != q.controller) return false;
   if (!q.nqn.empty() && e.identity->subsys != q.nqn) return false;
-  if (!q.ref.empty() && CommandRef(e) != q.ref) return false;
+  if (!q.ref.empty()) {  // compared as numbers: no string built per record
+    std::uint8_t role = 0;
+    std::uint64_t last = 0;
+    if (!ParseRef(q.ref, &role, &last) || e.role != role || LastPoint(e) != last) return false;
+  }
   return true;
 }
 
