@@ -11,9 +11,14 @@ commands with FAULT_MS, so the window's p99 tail is the fault's:
   2 drive    dm-delay delays the reads of FAULT_PCT% of ns 2's LBA range: the largest
              component of >= 90% of the tail is the target side (`drive` where explain splits
              it, else `target`, which then holds the drive);
-  3 none     no fault: no component is the largest of >= 90% of the tail, the bar a fault must
-             clear above (a fault-free tail must not read as a fault). explain's own verdict
-             (`clear`: one component holds >= 50% of the tail's time) is printed, not asserted.
+  3 none     no fault: explain's p99 is below FAULT_MS / 2, and fewer than 0.5% of the commands
+             (half the fault phases' floor) have a network or target residence >= FAULT_MS / 2:
+             the fault phases' tails are the faults', not the emulator's. Which component the
+             fault-free tail's commands have as largest is printed, not asserted: under TCG it
+             is the loopback network's own jitter (network was the largest in 77-86% of that
+             tail on 6.1 and 6.12, and above 90% in one CI run; the same share when each
+             component is taken as its excess over the window's median), a property of the
+             emulated machine, not of explain. explain's verdict (`clear`) is printed too.
 
 The faults took effect: joined here from the raw records (same qid, cid, slba; the target's
 init inside the host's wait), at least 1% of the phase's commands (the tail's size) had the
@@ -55,7 +60,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from testlib import parse_labels  # noqa: E402
 from exemplar_replay import pb_exemplars  # noqa: E402  (tests/e2e: the protobuf's exemplars)
 
-TAIL_SHARE = 0.90  # the fault phases' bar, and the control phase's ceiling
+TAIL_SHARE = 0.90  # the fault phases' bar
+CONTROL_REACH = 0.005  # without a fault: the share of commands with a fault-sized component
 JOIN_SHARE = 0.95
 MIN_TAIL = 20      # split tail commands below which a share says nothing
 CHECK_OPENMETRICS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'e2e',
@@ -288,9 +294,14 @@ class ExplainChecks:
                        % (p, '/'.join(want), got, split, 100.0 * got / split))
         else:
             top = max(t['components'], key=lambda c: c['largest_in'])
-            self.check(top['largest_in'] < TAIL_SHARE * split,
-                       '%s: no component is the largest of >= 90%% of the tail (most: %s, %d of %d, %.1f%%)'
-                       % (p, top['component'], top['largest_in'], split, 100.0 * top['largest_in'] / split))
+            print('info %s: without a fault, the largest component of most tail commands: %s, %d of %d '
+                  '(%.1f%%; not asserted: TCG\'s loopback jitter)'
+                  % (p, top['component'], top['largest_in'], split, 100.0 * top['largest_in'] / split))
+            half = self.fault_ms() / 2 / 1e3
+            p99 = x.get('p99_seconds')
+            self.check(half > 0 and p99 is not None and p99 < half,
+                       '%s: explain\'s p99 %.3f ms < FAULT_MS / 2 (%g ms): no fault-sized tail'
+                       % (p, (p99 or 0) * 1e3, half * 1e3))
 
     def explain_injected(self, p, kind, hosts, targets):
         """The fault's reach, from the raw records: per joined command its network (host wait
@@ -303,7 +314,7 @@ class ExplainChecks:
             if ts[TP_INIT] and ts[TP_DONE]:
                 by_key.setdefault((t['qid'], t['cid'], t['slba']), []).append(ts)
         net, tgt, joined = 0, 0, 0
-        half = float(self.env['FAULT_MS']) / 2 * 1e6 if self.env['FAULT_MS'].isdigit() else 0
+        half = self.fault_ms() / 2 * 1e6
         for h in hosts:
             hs = h['ts']
             if not (hs[HP_SETUP] and hs[HP_COMPLETE]):
@@ -325,6 +336,16 @@ class ExplainChecks:
             self.check(n > 0 and got >= 0.01 * n,
                        '%s: the fault reached %d of %d commands (%.2f%%) >= 1%%, the tail\'s size'
                        % (p, got, n, 100.0 * got / n if n else 0))
+        else:
+            self.check(half > 0 and n > 0 and max(net, tgt) < CONTROL_REACH * n,
+                       '%s: without a fault, %d of %d commands (%.2f%%) had a network or target '
+                       'residence >= %g ms, < %.1f%%' % (p, max(net, tgt), n,
+                                                         100.0 * max(net, tgt) / n if n else 0,
+                                                         half / 1e6, 100 * CONTROL_REACH))
+
+    def fault_ms(self):
+        v = self.env.get('FAULT_MS', '')
+        return float(v) if v.isdigit() else 0.0
 
     def explain_counts(self, p, n, x, hosts, targets):
         """Exact counts: records of the window vs the sampled counters and fio's I/Os."""
