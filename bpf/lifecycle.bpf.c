@@ -4,10 +4,12 @@
  * controllers connected now (key/value structs: lifecycle_maps.h; hook table and decoding:
  * loader/lifecycle.cc).
  *
- * No program here runs per I/O command: every hooked function runs once per connection event
- * (a CM event, a state change, a Connect command, a controller's allocation or release, a
- * keep-alive timer or completion). So every program reads through bpf_probe_read_kernel
- * (BPF_CORE_READ), whatever its mechanism: the cost does not matter here, one code path does.
+ * No program here runs per healthy I/O command: every hooked function runs once per connection
+ * event (a CM event, a state change, a Connect command, a controller's allocation or release, a
+ * keep-alive timer or completion) or per I/O that a multipath head fails over, requeues or
+ * routes anew (after a path changed; with the numa policy, while its path is not optimized). So
+ * every program reads through bpf_probe_read_kernel (BPF_CORE_READ), whatever its mechanism: the
+ * cost does not matter here, one code path does.
  *
  * Each function hook has a kprobe and an fentry variant, kprobe first (the hook table's order):
  * fentry/fexit pin the module they hook from kernel 6.0 on, and these hooks live in nvme_core,
@@ -43,10 +45,19 @@ struct nvme_ctrl___lc {
   struct nvmf_ctrl_options___lc* opts;
 } __attribute__((preserve_access_index));
 
+/* A multipath head (CONFIG_NVME_MULTIPATH): its disk, and the I/O it requeued for want of a
+ * usable path, which requeue_work resubmits. */
+struct nvme_ns_head___lc {
+  struct gendisk* disk;
+  struct bio_list requeue_list;
+  struct work_struct requeue_work;
+} __attribute__((preserve_access_index));
+
 /* nvme_failover_req's path: the request's queue is the path disk's, whose queuedata is the
  * struct nvme_ns of that path (one controller). */
 struct nvme_ns___lc {
   struct nvme_ctrl___lc* ctrl;
+  struct nvme_ns_head___lc* head;
 } __attribute__((preserve_access_index));
 
 /* One group of the ANA log page (include/linux/nvme.h; grpid is little endian, as is BPF on
@@ -147,16 +158,45 @@ struct lc_ana_key {
   __u32 grpid;
   __u32 pad;
 };
+struct lc_ana_last {
+  __u32 state;
+  __u32 pad;
+  __u64 since_ns; /* when it was first read in this state (bpf_ktime_get_ns) */
+};
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 1024);
   __type(key, struct lc_ana_key);
-  __type(value, __u32);
+  __type(value, struct lc_ana_last);
 } lc_ana_last SEC(".maps");
 
+/* Per multipath head (its address): since when its I/O is stalled (0: not stalled), and how
+ * many failed-over bios its requeue list holds that its requeue work has not counted yet.
+ * LRU: a deleted head ages out. */
+struct lc_head {
+  __u64 stall_start_ns;
+  __u64 failover_bios;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u64);
+  __type(value, struct lc_head);
+} lc_heads SEC(".maps");
+
 /* Which function's call a stash belongs to: calls nest (nvmf_dev_write -> ... ->
- * nvmf_connect_admin_queue -> nvme_change_ctrl_state), so each has its own. */
-enum lc_fn { FN_STATE = 1, FN_DEVWRITE, FN_ADMINQ, FN_TCONNECT_ADMIN, FN_TCONNECT_IO, FN_ALLOC };
+ * nvmf_connect_admin_queue -> nvme_change_ctrl_state; nvme_requeue_work -> __nvme_find_path),
+ * so each has its own. */
+enum lc_fn {
+  FN_STATE = 1,
+  FN_DEVWRITE,
+  FN_ADMINQ,
+  FN_TCONNECT_ADMIN,
+  FN_TCONNECT_IO,
+  FN_ALLOC,
+  FN_FIND_PATH,
+  FN_REQUEUE
+};
 
 struct lc_stash_key {
   __u64 tid;
@@ -211,20 +251,22 @@ static __always_inline struct nvmeof_lc_key* new_key(__u32 kind) {
   return &s->key;
 }
 
-static __always_inline void count(struct nvmeof_lc_key* k) {
-  __u64 one = 1, *v = bpf_map_lookup_elem(&lc_counts, k);
+static __always_inline void add(struct nvmeof_lc_key* k, __u64 n) {
+  __u64* v = bpf_map_lookup_elem(&lc_counts, k);
   if (v) {
-    __sync_fetch_and_add(v, 1);
+    __sync_fetch_and_add(v, n);
     return;
   }
-  if (bpf_map_update_elem(&lc_counts, k, &one, BPF_NOEXIST) == 0) return;
+  if (bpf_map_update_elem(&lc_counts, k, &n, BPF_NOEXIST) == 0) return;
   v = bpf_map_lookup_elem(&lc_counts, k); /* another CPU inserted it meanwhile */
   if (v) {
-    __sync_fetch_and_add(v, 1);
+    __sync_fetch_and_add(v, n);
   } else {
     lost(NVMEOF_LC_LOST_COUNTS);
   }
 }
+
+static __always_inline void count(struct nvmeof_lc_key* k) { add(k, 1); }
 
 static __always_inline struct lc_stash* stash_new(__u32 fn) {
   struct lc_stash_key key = {.tid = bpf_get_current_pid_tgid(), .fn = fn};
@@ -376,15 +418,142 @@ static __always_inline void on_adminq_exit(long ret) {
 /* A command that failed with a path error (an ANA state, a transport abort) or whose path is
  * going away is requeued on the multipath head for another path: counted on the path it
  * left. Runs per such command, never on a path's healthy I/O. */
+static __always_inline struct lc_head* head_state(struct nvme_ns_head___lc* head) {
+  __u64 key = (__u64)head;
+  struct lc_head zero = {}, *h = bpf_map_lookup_elem(&lc_heads, &key);
+  if (h || !head) return h;
+  bpf_map_update_elem(&lc_heads, &key, &zero, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&lc_heads, &key);
+}
+
+static __always_inline void stall_open(struct lc_head* h) {
+  if (h && !h->stall_start_ns) h->stall_start_ns = bpf_ktime_get_ns();
+}
+
+struct bio_walk {
+  struct bio* bio;
+  __u64 n;
+};
+
+static long bio_step(__u64 i, void* ctx) {
+  struct bio_walk* w = ctx;
+  struct bio* bio = w->bio; /* a local: CO-RE relocates the read from it, not bio_walk's field */
+  if (!bio) return 1;
+  ++w->n;
+  w->bio = BPF_CORE_READ(bio, bi_next);
+  return 0;
+}
+
+/* The bios of a chain (bi_next), up to a bound no requeue list or request reaches. bpf_loop
+ * (5.17+; these hooks need module BTF, so 6.1+ here): a bounded loop of that length is too
+ * many instructions for the verifier. */
+static __always_inline __u64 count_bios(struct bio* bio) {
+  struct bio_walk w = {.bio = bio};
+  bpf_loop(1 << 16, bio_step, &w, 0);
+  return w.n;
+}
+
+/* Its bios go to the head's requeue list (blk_steal_bios): the requeue work counts them there
+ * and leaves them out of the I/O without a usable path. */
 static __always_inline void on_failover(struct request* req) {
   struct nvme_ns___lc* ns;
   struct nvmeof_lc_key* k;
+  struct lc_head* h;
   if (!req) return;
   ns = BPF_CORE_READ(req, q, queuedata);
-  if (!ns || !(k = new_key(NVMEOF_LC_FAILOVER))) return;
+  if (!ns) return;
+  if ((h = head_state(BPF_CORE_READ(ns, head)))) {
+    __sync_fetch_and_add(&h->failover_bios, count_bios(BPF_CORE_READ(req, bio)));
+    stall_open(h);
+  }
+  if (!(k = new_key(NVMEOF_LC_FAILOVER))) return;
   k->a = (__u32)BPF_CORE_READ(ns, ctrl, instance);
   count(k);
 }
+
+/* A key of `kind` named by the head's disk (nvme<X>n<Y>). */
+static __always_inline struct nvmeof_lc_key* head_key(__u32 kind, struct nvme_ns_head___lc* head) {
+  struct nvmeof_lc_key* k = new_key(kind);
+  struct gendisk* disk = BPF_CORE_READ(head, disk);
+  if (k && disk) bpf_core_read_str(k->name, 32 /* DISK_NAME_LEN */, &disk->disk_name);
+  return k;
+}
+
+/* __nvme_find_path(head, node): the head looks for a usable path when it has no current one
+ * (after a path changed or failed, and with the numa policy while the current path is not
+ * optimized). It returns none when no path is usable: the I/O is then requeued, or failed when
+ * no path can come back (nvme_ns_head_submit_bio), and the head's stall begins. Runs per such
+ * I/O only. */
+static __always_inline void on_find_path_entry(void* head) {
+  struct lc_stash* s = stash_new(FN_FIND_PATH);
+  if (s) s->ptr = (__u64)head;
+}
+
+static __always_inline void on_find_path_exit(long ret) {
+  struct lc_stash* s = stash_get(FN_FIND_PATH);
+  struct nvme_ns_head___lc* head;
+  if (!s) return;
+  head = (struct nvme_ns_head___lc*)s->ptr;
+  stash_drop(FN_FIND_PATH);
+  if (ret || !head) return;
+  stall_open(head_state(head));
+  s = stash_get(FN_REQUEUE); /* resubmitted by the requeue work, and still no path */
+  if (s && s->ptr == (__u64)head) s->status = 1;
+}
+
+/* nvme_requeue_work(work): takes the head's whole requeue list and resubmits it. What the list
+ * holds beyond the failed-over bios was requeued for want of a usable path (also where the
+ * round-robin policy met its current path unusable without calling __nvme_find_path): counted
+ * here, once per requeue, as the kernel's io_requeue_no_usable_path_count does. A stall ends
+ * when a run resubmitted I/O, none of it found no path, and nothing is requeued again at its
+ * end: every requeued I/O is on a path. */
+static __always_inline void on_requeue_entry(void* work) {
+  struct nvme_ns_head___lc* head;
+  struct nvmeof_lc_key* k;
+  struct lc_stash* s;
+  struct lc_head* h;
+  __u64 n, failed_over;
+  if (!work) return;
+  head = (void*)work - bpf_core_field_offset(struct nvme_ns_head___lc, requeue_work);
+  n = count_bios(BPF_CORE_READ(head, requeue_list.head));
+  if (!n || !(h = head_state(head))) return; /* a kick with nothing requeued */
+  failed_over = h->failover_bios < n ? h->failover_bios : n;
+  __sync_fetch_and_add(&h->failover_bios, -failed_over);
+  if (n > failed_over && (k = head_key(NVMEOF_LC_NO_PATH, head))) add(k, n - failed_over);
+  stall_open(h); /* requeued without a failover seen, and no path found before */
+  if ((s = stash_new(FN_REQUEUE))) s->ptr = (__u64)head;
+}
+
+static __always_inline void stall_close(struct nvme_ns_head___lc* head) {
+  __u64 key = (__u64)head, ns, bound = 1000000;
+  struct lc_head* h = bpf_map_lookup_elem(&lc_heads, &key);
+  struct nvmeof_lc_key* k;
+  __u32 b = 0;
+  if (!h || !h->stall_start_ns) return;
+  ns = bpf_ktime_get_ns() - h->stall_start_ns;
+  h->stall_start_ns = 0;
+  for (; b < NVMEOF_LC_STALL_BUCKETS && ns > bound; ++b) bound <<= 1;
+  if ((k = head_key(NVMEOF_LC_STALL, head))) {
+    k->a = b;
+    count(k);
+    k->kind = NVMEOF_LC_STALL_SUM_US;
+    k->a = 0;
+    add(k, ns / 1000);
+  }
+}
+
+static __always_inline void on_requeue_exit(void) {
+  struct lc_stash* s = stash_get(FN_REQUEUE);
+  struct nvme_ns_head___lc* head;
+  __s32 no_path;
+  if (!s) return;
+  head = (struct nvme_ns_head___lc*)s->ptr;
+  no_path = s->status;
+  stash_drop(FN_REQUEUE);
+  if (!no_path && head && !BPF_CORE_READ(head, requeue_list.head)) stall_close(head);
+}
+
+#define NVME_ANA_CHANGE 0x0f
 
 /* One group descriptor of an ANA log the controller just read; counted only when its state
  * differs from the one last seen for this controller and group (lc_ana_last). The log is read
@@ -392,18 +561,27 @@ static __always_inline void on_failover(struct request* req) {
 static __always_inline void on_ana_state(void* ctrl, void* desc) {
   struct nvme_ana_group_desc___lc* d = desc;
   struct lc_ana_key key = {.ctrl = (__u64)ctrl};
+  struct lc_ana_last *last, now = {};
   struct nvmeof_lc_key* k;
-  __u32 state, *last;
+  __u32 instance;
   if (!ctrl || !d) return;
   key.grpid = BPF_CORE_READ(d, grpid);
-  state = BPF_CORE_READ(d, state);
+  now.state = BPF_CORE_READ(d, state);
   last = bpf_map_lookup_elem(&lc_ana_last, &key);
-  if (last && *last == state) return;
-  bpf_map_update_elem(&lc_ana_last, &key, &state, BPF_ANY);
+  if (last && last->state == now.state) return;
+  now.since_ns = bpf_ktime_get_ns();
+  instance = (__u32)BPF_CORE_READ((struct nvme_ctrl___lc*)ctrl, instance);
+  /* Leaving `change` (NVME_ANA_CHANGE): the time the group spent in it, as this host read it. */
+  if (last && last->state == NVME_ANA_CHANGE && (k = new_key(NVMEOF_LC_ANA_CHANGE_US))) {
+    k->a = instance;
+    k->b = (__s32)key.grpid;
+    add(k, (now.since_ns - last->since_ns) / 1000);
+  }
+  bpf_map_update_elem(&lc_ana_last, &key, &now, BPF_ANY);
   if (!(k = new_key(NVMEOF_LC_ANA))) return;
-  k->a = (__u32)BPF_CORE_READ((struct nvme_ctrl___lc*)ctrl, instance);
+  k->a = instance;
   k->b = (__s32)key.grpid;
-  k->c = state;
+  k->c = now.state;
   count(k);
 }
 
@@ -552,6 +730,19 @@ int BPF_PROG(lc_cm_fentry, void* id_priv, void* event) {
     return 0;                                         \
   }
 
+/* A return program of a function returning void: fexit has no return value to read. */
+#define LC_RETURN_VOID(name, fn, body, ...) \
+  SEC("kretprobe/" #fn)                     \
+  int BPF_KRETPROBE(name##_kretprobe) {     \
+    body;                                   \
+    return 0;                               \
+  }                                         \
+  SEC("fexit/" #fn)                         \
+  int BPF_PROG(name##_fexit, __VA_ARGS__) { \
+    body;                                   \
+    return 0;                               \
+  }
+
 LC_ENTRY(lc_state, nvme_change_ctrl_state, on_state_entry(ctrl, new_state), void* ctrl,
          __u32 new_state)
 LC_RETURN(lc_state_ret, nvme_change_ctrl_state, on_state_exit(ret), void* ctrl, __u32 new_state)
@@ -563,6 +754,11 @@ LC_ENTRY(lc_ka_end, nvme_keep_alive_end_io, on_keep_alive_end(rq, status), struc
  * callback. nvme_update_ns_ana_state (per namespace) is left alone: static, and a group's state
  * is one event however many namespaces it holds. */
 LC_ENTRY(lc_failover, nvme_failover_req, on_failover(req), struct request* req)
+/* Static in multipath.c, not inlined in Debian's 5.10 to 7.2 (symbol tables). */
+LC_ENTRY(lc_findpath, __nvme_find_path, on_find_path_entry(head), void* head, int node)
+LC_RETURN(lc_findpath_ret, __nvme_find_path, on_find_path_exit(ret), void* head, int node)
+LC_ENTRY(lc_requeue, nvme_requeue_work, on_requeue_entry(work), struct work_struct* work)
+LC_RETURN_VOID(lc_requeue_ret, nvme_requeue_work, on_requeue_exit(), struct work_struct* work)
 LC_ENTRY(lc_ana, nvme_update_ana_state, on_ana_state(ctrl, desc), void* ctrl, void* desc,
          void* data)
 LC_ENTRY(lc_devwrite, nvmf_dev_write, on_devwrite_entry(ubuf, len), void* file, const void* ubuf,

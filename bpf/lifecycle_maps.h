@@ -38,7 +38,22 @@ enum nvmeof_lc_kind {
    * state a host controller reported for a group differs from the one it reported before (or
    * is the first one seen for that controller and group) */
   NVMEOF_LC_ANA = 8,
+  /* name = multipath head disk (nvme<X>n<Y>): host I/Os the head requeued for want of a usable
+   * path (the value: bios counted in its requeue list by nvme_requeue_work, less failed over) */
+  NVMEOF_LC_NO_PATH = 9,
+  /* name = multipath head disk, a = bucket: a stall of the head's I/O (below) ended, of at most
+   * 2^a ms (a < NVMEOF_LC_STALL_BUCKETS), or longer (a == NVMEOF_LC_STALL_BUCKETS) */
+  NVMEOF_LC_STALL = 10,
+  /* name = multipath head disk: the stalls' summed microseconds (the value, not a count) */
+  NVMEOF_LC_STALL_SUM_US = 11,
+  /* a = controller instance, b = ANA group id: the microseconds the group spent in `change`
+   * (NVME_ANA_CHANGE) as the controller read it, added when it left that state (the value) */
+  NVMEOF_LC_ANA_CHANGE_US = 12,
 };
+
+/* A multipath stall: from the first I/O of a head failed over (nvme_failover_req) or found
+ * without a usable path, to the end of the requeue work that put every requeued I/O on a path. */
+#define NVMEOF_LC_STALL_BUCKETS 18 /* 1 ms .. 2^17 ms (131 s), then +Inf */
 
 /* NVMEOF_LC_CONNECT_FAIL: where the target address is in name. */
 #define NVMEOF_LC_OPTS_STRING 0 /* `nvme connect`'s option string ("nqn=..,transport=..,...") */

@@ -80,6 +80,10 @@ constexpr std::string_view kHelpFailover =
 constexpr std::string_view kHelpAna =
     "ANA state changes a host controller reported per ANA group (nvme_update_ana_state): the "
     "group's new state; the first state seen per controller and group counts too.";
+constexpr std::string_view kHelpNoPath =
+    "Host I/Os a multipath head requeued because no path was usable: the bios its requeue work "
+    "(nvme_requeue_work) took, less those failed over; each requeue counts, as the kernel's "
+    "diag/io_requeue_no_usable_path_count does.";
 constexpr std::string_view kHelpTConnect =
     "Fabrics Connect commands received by this target, by queue (admin, io) and result (nqn "
     "\"\" where not known: kernels without module BTF).";
@@ -118,6 +122,52 @@ void EmitTargetControllers(const LifecycleSnapshot& snap, HostnqnFolder& folder,
               static_cast<double>(snap.lost[NVMEOF_LC_LOST_COUNTS]));
   out.Counter("nvmeof_exporter_bpf_lifecycle_lost_events_total", kLost, {{"reason", "ctrls_full"}},
               static_cast<double>(snap.lost[NVMEOF_LC_LOST_CTRLS]));
+}
+
+// The multipath stalls per head disk: NVMEOF_LC_STALL counts per bucket (at most 2^a ms) and
+// NVMEOF_LC_STALL_SUM_US their microseconds, as one histogram per head.
+void EmitStalls(const LifecycleSnapshot& snap, MetricSink& out) {
+  struct Stalls {
+    std::uint64_t buckets[NVMEOF_LC_STALL_BUCKETS + 1] = {};
+    std::uint64_t sum_us = 0;
+  };
+  std::map<std::string, Stalls> heads;
+  for (const auto& [k, v] : snap.counts) {
+    if (k.kind == NVMEOF_LC_STALL && k.a <= NVMEOF_LC_STALL_BUCKETS) {
+      heads[std::string(LcString(k.name, sizeof(k.name)))].buckets[k.a] += v;
+    } else if (k.kind == NVMEOF_LC_STALL_SUM_US) {
+      heads[std::string(LcString(k.name, sizeof(k.name)))].sum_us += v;
+    } else if (k.kind == NVMEOF_LC_STALL) {
+      out.Skip();  // a bucket past +Inf: not this build's programs
+    }
+  }
+  std::vector<double> bounds;
+  for (int b = 0; b < NVMEOF_LC_STALL_BUCKETS; ++b) bounds.push_back(0.001 * (1u << b));
+  for (const auto& [disk, s] : heads) {
+    std::vector<std::uint64_t> cumulative;
+    std::uint64_t n = 0;
+    for (int b = 0; b < NVMEOF_LC_STALL_BUCKETS; ++b) cumulative.push_back(n += s.buckets[b]);
+    n += s.buckets[NVMEOF_LC_STALL_BUCKETS];
+    out.Histogram("nvmeof_namespace_failover_stall_seconds",
+                  "How long a multipath head's I/O stalled: from its first I/O failed over "
+                  "(nvme_failover_req) or found without a usable path (__nvme_find_path), to the "
+                  "requeue work (nvme_requeue_work) that put every requeued I/O on a path.",
+                  {{"nvme_namespace", disk}}, bounds, cumulative, n,
+                  static_cast<double>(s.sum_us) * 1e-6);
+  }
+}
+
+// Time in the ANA `change` state per controller and group, kept in microseconds.
+void EmitAnaChange(const LifecycleSnapshot& snap, MetricSink& out) {
+  for (const auto& [k, v] : snap.counts) {
+    if (k.kind != NVMEOF_LC_ANA_CHANGE_US) continue;
+    out.Counter("nvmeof_path_ana_change_seconds_total",
+                "Time each ANA group spent in the change state, as the host controller read it "
+                "(nvme_update_ana_state): added when the group leaves it.",
+                {{"controller", "nvme" + std::to_string(k.a)},
+                 {"ana_group", std::to_string(static_cast<std::uint32_t>(k.b))}},
+                static_cast<double>(v) * 1e-6);
+  }
 }
 
 // A failed host connect's labels: where it went and why.
@@ -168,6 +218,14 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
       case NVMEOF_LC_FAILOVER:
         sums[{"nvmeof_path_failovers_total", {{"controller", "nvme" + std::to_string(k.a)}}}] += v;
         break;
+      case NVMEOF_LC_NO_PATH:
+        sums[{"nvmeof_namespace_no_usable_path_total", {{"nvme_namespace", std::string(name)}}}] +=
+            v;
+        break;
+      case NVMEOF_LC_STALL:
+      case NVMEOF_LC_STALL_SUM_US:
+      case NVMEOF_LC_ANA_CHANGE_US:
+        break;  // EmitStalls, EmitAnaChange
       case NVMEOF_LC_ANA:
         sums[{"nvmeof_path_ana_transitions_total",
               {{"controller", "nvme" + std::to_string(k.a)},
@@ -196,11 +254,14 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
       {"nvmeof_controller_keep_alive_failures_total", kHelpKaFail},
       {"nvmeof_path_failovers_total", kHelpFailover},
       {"nvmeof_path_ana_transitions_total", kHelpAna},
+      {"nvmeof_namespace_no_usable_path_total", kHelpNoPath},
       {"nvmeof_target_connects_total", kHelpTConnect},
       {"nvmeof_target_keep_alive_expiries_total", kHelpKaExpiry}};
   for (const auto& [key, v] : sums) {
     out.Counter(key.first, kHelp.at(key.first), key.second, static_cast<double>(v));
   }
+  EmitStalls(snap, out);
+  EmitAnaChange(snap, out);
   EmitTargetControllers(snap, folder, nqn_label, out);
 }
 

@@ -6,9 +6,9 @@
 //     transport address state subsysnqn hostnqn cntlid queue_count kato
 //     reconnect_delay ctrl_loss_tmo fast_io_fail_tmo   (fabrics only; "off" = no limit)
 //     diag/{reset_count,reconnect_count,command_error_count}  (recent kernels only)
-//     nvmeXcNnY/{nsid,ana_state}         one path of namespace head nvmeXnY (native multipath)
-//       diag/{multipath_failover_count,command_retry_count}   (kernels with the diag group:
-//                                        nvme tree commit 66ee95b3d490, June 2026; also on
+//     nvmeXcNnY/{nsid,ana_state,inflight}  one path of namespace head nvmeXnY (native multipath)
+//       diag/{multipath_failover_count,command_retries_count} (kernels with the diag group:
+//                                        Debian's 7.2, not 6.12; also on
 //                                        nvmeXnY without a head)
 //     nvmeXnY/{nsid,size,ana_state}      a namespace without a multipath head (pcie, or
 //                                        nvme_core.multipath=N: ana_state is here then)
@@ -28,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -164,8 +165,31 @@ void EmitPathDiag(MetricSink& out, const std::string& dir, const std::string& ct
                       "(diag/multipath_failover_count)",
                       dir + "/diag/multipath_failover_count", labels);
   EmitOptionalCounter(out, "nvmeof_path_diag_command_retries_total",
-                      "Commands retried on this path (diag/command_retry_count)",
-                      dir + "/diag/command_retry_count", labels);
+                      "Commands retried on this path (diag/command_retries_count)",
+                      dir + "/diag/command_retries_count", labels);
+}
+
+// Commands in flight on a path now, by direction: the path disk's `inflight` ("reads writes",
+// the block layer's count of its requests issued and not completed). Absent file: no series.
+void EmitPathInflight(MetricSink& out, const std::string& dir, const std::string& ctrl,
+                      const std::string& ns, const std::string& path) {
+  auto text = ReadFile(dir + "/inflight");
+  if (!text) return;
+  std::istringstream in(*text);
+  std::uint64_t reads = 0, writes = 0;
+  std::string rest;
+  if (!(in >> reads >> writes) || (in >> rest)) {
+    out.Skip();
+    return;
+  }
+  constexpr std::string_view kHelp =
+      "Commands in flight on this path now, by direction (the path disk's inflight: issued to "
+      "the controller, not completed)";
+  for (const auto& [op, n] : {std::pair{"read", reads}, std::pair{"write", writes}}) {
+    out.Gauge("nvmeof_path_inflight_commands", kHelp,
+              {{"controller", ctrl}, {"nvme_namespace", ns}, {"path", path}, {"op", op}},
+              static_cast<double>(n));
+  }
 }
 
 class NvmeHostCollector : public Collector {
@@ -300,6 +324,7 @@ class NvmeHostCollector : public Collector {
         EmitPath(out, ctrl, head, entry);
         EmitAnaState(out, sub, ctrl, head, entry);
         EmitPathDiag(out, sub, ctrl, head, entry);
+        EmitPathInflight(out, sub, ctrl, head, entry);
       } else if (IsNamespace(entry) && IsDir(sub)) {
         // No multipath head (pcie drive, or multipath off): the namespace is its only path,
         // and with multipath off an ANA controller puts its ana_state here.
@@ -307,6 +332,7 @@ class NvmeHostCollector : public Collector {
         EmitPath(out, ctrl, entry, entry);
         EmitAnaState(out, sub, ctrl, entry, entry);
         EmitPathDiag(out, sub, ctrl, entry, entry);
+        EmitPathInflight(out, sub, ctrl, entry, entry);
       }
     }
   }

@@ -286,6 +286,28 @@ def latency():
               "{{instance}} {{controller}} reconnects"),
              (f"increase(nvmeof_controller_command_errors_total{{{I}}}[{RI}])",
               "{{instance}} {{controller}} command errors")], w=24)
+    d.panel("timeseries", "Commands in flight per path",
+            "Commands each path (controller) of each namespace has issued and not completed, at "
+            "each scrape: how the multipath I/O policy spreads the load, and what waits on a "
+            "path that is not live.", "short",
+            [(f"sum by (instance, controller, nvme_namespace) "
+              f"(nvmeof_path_inflight_commands{{{I}}})",
+              "{{instance}} {{nvme_namespace}} via {{controller}}")], w=24)
+    d.panel("timeseries", "Failovers and I/O without a path",
+            "Host commands failed over from each path (controller) to another, and I/O each "
+            "multipath head found no usable path for and requeued until a path came back "
+            "(alerts: NvmeofNamespaceFailingOver, NvmeofNamespaceIoWithoutPath).", "short",
+            [(f"increase(nvmeof_path_failovers_total{{{I}}}[{RI}])",
+              "{{instance}} {{controller}} failed over"),
+             (f"increase(nvmeof_namespace_no_usable_path_total{{{I}}}[{RI}])",
+              "{{instance}} {{nvme_namespace}} without a path")], w=12)
+    d.panel("timeseries", "Failover stalls",
+            "How long each multipath head's I/O waited for a path, summed over the stalls that "
+            "ended in the interval (from the first I/O failed over or without a path to all of "
+            "it on a path again; alert NvmeofNamespaceFailoverStall past 4 s; how many: "
+            "nvmeof_namespace_failover_stall_seconds_count).", "s",
+            [(f"increase(nvmeof_namespace_failover_stall_seconds_sum{{{I}}}[{RI}])",
+              "{{instance}} {{nvme_namespace}} stalled")], w=12)
 
     connections(d, I)
 

@@ -265,10 +265,54 @@ TEST(BpfLifecycleEmit, FailoversAndAnaTransitions) {
   EXPECT_EQ(Count(sink, "nvmeof_path_ana_transitions_total"), 5);
 }
 
+// I/O without a usable path per head, and its stalls as one histogram per head: bucket a holds
+// stalls of at most 2^a ms, the last one longer ones; the sum is in microseconds. Time in the
+// ANA change state per controller and group, in microseconds too.
+TEST(BpfLifecycleEmit, NoUsablePathStallsAndAnaChange) {
+  LifecycleSnapshot snap;
+  snap.counts = {
+      {Key(NVMEOF_LC_NO_PATH, 0, 0, 0, "nvme0n1"), 412},
+      {Key(NVMEOF_LC_NO_PATH, 0, 0, 0, "nvme1n2"), 3},
+      {Key(NVMEOF_LC_STALL, 0, 0, 0, "nvme0n1"), 2},                        // <= 1 ms
+      {Key(NVMEOF_LC_STALL, 12, 0, 0, "nvme0n1"), 1},                       // <= 4.096 s
+      {Key(NVMEOF_LC_STALL, NVMEOF_LC_STALL_BUCKETS, 0, 0, "nvme0n1"), 1},  // > 131 s
+      {Key(NVMEOF_LC_STALL_SUM_US, 0, 0, 0, "nvme0n1"), 140000900},
+      {Key(NVMEOF_LC_STALL, NVMEOF_LC_STALL_BUCKETS + 1, 0, 0, "nvme9n9"), 5},  // out of range
+      {Key(NVMEOF_LC_ANA_CHANGE_US, 2, 1, 0), 2500000},
+  };
+  HostnqnFolder folder(1);
+  MetricSink sink;
+  EmitLifecycle(
+      snap, folder, [](const std::string&) { return false; }, sink);
+  EXPECT_EQ(Value(sink, "nvmeof_namespace_no_usable_path_total", {{"nvme_namespace", "nvme0n1"}}),
+            412);
+  EXPECT_EQ(Value(sink, "nvmeof_namespace_no_usable_path_total", {{"nvme_namespace", "nvme1n2"}}),
+            3);
+  auto h = Select(sink, "nvmeof_namespace_failover_stall_seconds");
+  ASSERT_EQ(h.size(), 1U);  // nvme9n9's key is out of range: no series
+  EXPECT_EQ(Label(*h[0], "nvme_namespace"), "nvme0n1");
+  const auto& hist = h[0]->histogram;
+  EXPECT_EQ(hist.sample_count, 4U);
+  EXPECT_DOUBLE_EQ(hist.sample_sum, 140.0009);
+  ASSERT_EQ(hist.bucket.size(), static_cast<size_t>(NVMEOF_LC_STALL_BUCKETS) + 1);  // and +Inf
+  EXPECT_DOUBLE_EQ(hist.bucket[0].upper_bound, 0.001);
+  EXPECT_EQ(hist.bucket[0].cumulative_count, 2U);
+  EXPECT_DOUBLE_EQ(hist.bucket[12].upper_bound, 4.096);
+  EXPECT_EQ(hist.bucket[11].cumulative_count, 2U);
+  EXPECT_EQ(hist.bucket[12].cumulative_count, 3U);
+  EXPECT_DOUBLE_EQ(hist.bucket[NVMEOF_LC_STALL_BUCKETS - 1].upper_bound, 131.072);
+  EXPECT_EQ(hist.bucket[NVMEOF_LC_STALL_BUCKETS - 1].cumulative_count, 3U);
+  EXPECT_DOUBLE_EQ(Value(sink, "nvmeof_path_ana_change_seconds_total",
+                         {{"controller", "nvme2"}, {"ana_group", "1"}}),
+                   2.5);
+}
+
 // The multipath hooks are nvme_core's, optional like every lifecycle hook, kprobe first.
 TEST(BpfLifecycleHooks, MultipathHooksAreOptionalKprobeFirst) {
   const auto core = LifecycleModuleHooks("nvme_core", true);
-  for (const char* name : {"nvme_failover_req", "nvme_update_ana_state"}) {
+  for (const char* name :
+       {"nvme_failover_req", "nvme_update_ana_state", "__nvme_find_path", "__nvme_find_path_return",
+        "nvme_requeue_work", "nvme_requeue_work_return"}) {
     auto it = std::find_if(core.begin(), core.end(), [&](const auto& h) { return h.name == name; });
     ASSERT_NE(it, core.end()) << name;
     EXPECT_FALSE(it->required) << name;

@@ -212,6 +212,18 @@ TEST_F(NvmeHostFixture, PathsAndAnaState) {
   EXPECT_TRUE(Select(sink_, "nvmeof_path_ana_state", {{"path", "nvme3n1"}}).empty());
 }
 
+// Each path disk's inflight file ("reads writes"), per direction; no file, no series.
+TEST_F(NvmeHostFixture, PathInflight) {
+  EXPECT_EQ(Value(sink_, "nvmeof_path_inflight_commands", {{"path", "nvme1c1n1"}, {"op", "read"}}),
+            3);
+  EXPECT_EQ(Value(sink_, "nvmeof_path_inflight_commands", {{"path", "nvme1c1n1"}, {"op", "write"}}),
+            1);
+  EXPECT_EQ(Value(sink_, "nvmeof_path_inflight_commands",
+                  {{"controller", "nvme2"}, {"path", "nvme1c2n1"}, {"op", "read"}}),
+            0);
+  EXPECT_EQ(Select(sink_, "nvmeof_path_inflight_commands").size(), 4u);  // nvme0c0n1 has none
+}
+
 // Layouts met on real systems (tests/fixtures/layouts/README.md).
 MetricSink CollectLayout(const std::string& tree, bool* ok) {
   MetricSink sink;
@@ -265,7 +277,7 @@ TEST(NvmeHostLayouts, NamespaceShownTwiceIsServedOnce) {
   EXPECT_TRUE(sink.anomalies().empty());
 }
 
-// The diag group (nvme tree commit 66ee95b3d490 and its series, June 2026): per-path failover
+// The diag group (Debian's 7.2 has it; the names as 7.2.13 shows them): per-path failover
 // and retry counts, and a head's I/O with no path. Absent files (every older kernel, and the
 // fixture) are no series, not 0.
 TEST_F(NvmeHostFixture, DiagPathCountersAbsentAreNoSeries) {
@@ -283,7 +295,7 @@ TEST(NvmeHostLayouts, DiagPathCounters) {
   d.Write("class/nvme/nvme0/state", "live\n");
   d.Write("class/nvme/nvme0/nvme0c0n1/nsid", "1\n");
   d.Write("class/nvme/nvme0/nvme0c0n1/diag/multipath_failover_count", "3\n");
-  d.Write("class/nvme/nvme0/nvme0c0n1/diag/command_retry_count", "11\n");
+  d.Write("class/nvme/nvme0/nvme0c0n1/diag/command_retries_count", "11\n");
   d.Write("class/nvme/nvme0/nvme0c1n1/nsid", "1\n");  // no diag group: no series
   d.Write("class/nvme/nvme0/nvme0c2n1/nsid", "1\n");
   d.Write("class/nvme/nvme0/nvme0c2n1/diag/multipath_failover_count", "x\n");  // skipped
@@ -452,7 +464,9 @@ TEST_F(NvmeHostScratch, OddValuesAreSkipped) {
   Write("class/nvme/nvme0/diag/reconnect_count", "many\n");
   Write("class/nvme/nvme0/nvme0c0n1/ana_state", "bogus\n");
   Write("class/nvme/nvme0/nvme0c0n1/nsid", "1\n");
+  Write("class/nvme/nvme0/nvme0c0n1/inflight", "       1        2        3\n");  // one too many
   Write("class/nvme/nvme0/nvme0n9/size", "12x\n");  // non-multipath namespace, odd size
+  Write("class/nvme/nvme0/nvme0n9/inflight", "x 1\n");
   Write("class/nvme/nvme0/nvme0n9p1/size", "1\n");  // a partition: ignored
   Write("class/nvme/nvme0/ng0n9/nsid", "9\n");      // generic char device: ignored
   MetricSink sink;
@@ -463,11 +477,12 @@ TEST_F(NvmeHostScratch, OddValuesAreSkipped) {
   EXPECT_TRUE(Select(sink, "nvmeof_controller_reconnects_total").empty());
   EXPECT_TRUE(Select(sink, "nvmeof_path_ana_state").empty());
   EXPECT_TRUE(Select(sink, "nvmeof_namespace_size_bytes").empty());
+  EXPECT_TRUE(Select(sink, "nvmeof_path_inflight_commands").empty());
   EXPECT_EQ(
       Value(sink, "nvmeof_controller_fast_io_fail_timeout_seconds", {{"controller", "nvme0"}}),
       INFINITY);
-  // queue_count, ctrl_loss_tmo, reconnect_delay, reconnect_count, ana_state, size.
-  EXPECT_EQ(sink.skipped(), 6u);
+  // queue_count, ctrl_loss_tmo, reconnect_delay, reconnect_count, ana_state, size, 2 inflight.
+  EXPECT_EQ(sink.skipped(), 8u);
   EXPECT_EQ(Select(sink, "nvmeof_path_info").size(), 2u);  // nvme0c0n1 and nvme0n9
   EXPECT_EQ(Select(sink, "nvmeof_namespace_info").size(), 1u);
   EXPECT_EQ(

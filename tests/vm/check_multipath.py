@@ -9,13 +9,23 @@ kernel's own view:
              error (status type 3, no DNR: what nvme_decide_disposition fails over: ANA
              errors, and host-aborted 0x371 at the reset; per phase in the output), and the
              failed path's count is above 0;
-  ana        CTRL_B's group 1 went inaccessible once and optimized once (between the scrape
-             before fio and the final one), as sysfs showed the path (paths.txt); CTRL_A's group
-             did not change;
+  ana        CTRL_B's group 1 went to change, inaccessible and optimized once each (between the
+             scrape before fio and the final one), as sysfs showed the path (paths.txt), and
+             nvmeof_path_ana_change_seconds_total rose by the span sysfs showed change (within
+             0.5 s); CTRL_A's group did not change;
   scrapes    every timed scrape during the fault answered; fio had no error; collectors ok.
+  outage     after the final scrape, both ports lose the subsystem for OUTAGE_SECONDS under a
+             second fio (fio-outage.json): nvmeof_namespace_no_usable_path_total of the head
+             rose; nvmeof_namespace_failover_stall_seconds counted at least one stall, and its
+             largest (the sum of the window's stalls less a bound on the others, each of them
+             at most the upper bound of its bucket) is within 10% of fio's slowest I/O of that
+             run; where the kernel has the nvme `diag` counters (diag-outage_*.txt, 7.2), the
+             head's requeued I/Os equal its io_requeue_no_usable_path_count rise, each path's
+             failovers its multipath_failover_count rise, and the served diag series the files.
 Where a kernel lacks a hook's function (inlined: available_filter_functions, ftrace-functions.txt),
 the hook must be reported unattached and its check is a named SKIP.
 """
+import json
 import os
 import re
 
@@ -64,7 +74,8 @@ class MultipathChecks:
         funcs = {l.split()[0] for l in open(path)} if os.path.exists(path) else set()
         print('     kernel functions: %s' % ' '.join(sorted(funcs)))
         ok = {}
-        for hook in ('nvme_failover_req', 'nvme_update_ana_state'):
+        for hook in ('nvme_failover_req', 'nvme_update_ana_state', '__nvme_find_path',
+                     'nvme_requeue_work'):
             mech, v = attached.get(hook, (None, None))
             print('     hook %s: %s %s' % (hook, mech, v))
             if hook in funcs:
@@ -103,6 +114,8 @@ class MultipathChecks:
         self.check(rcs and all(rc == 0 for rc in rcs), 'every timed scrape answered (%d)' % len(rcs),
                    'failed: %d' % sum(1 for rc in rcs if rc))
 
+        self.mp_inflight(path)
+
         # Failovers against the kernel's records.
         kernel = self.mp_kernel_failovers()
         if hooks.get('nvme_failover_req') and kernel is not None:
@@ -119,7 +132,8 @@ class MultipathChecks:
         self.check('inaccessible' in runs and 'optimized' in runs[runs.index('inaccessible'):] if 'inaccessible' in runs
                    else False, 'sysfs: %s went inaccessible and back to optimized' % e.get('DISK_B'), str(runs))
         if hooks.get('nvme_update_ana_state'):
-            for state in ('inaccessible', 'optimized'):
+            self.mp_ana_change(before, final, b)
+            for state in ('change', 'inaccessible', 'optimized'):
                 got = self.lc_delta(before, final, 'nvmeof_path_ana_transitions_total', controller=b,
                                     ana_group=1, state=state)
                 self.lc_expect(got, 1, 'nvmeof_path_ana_transitions_total{controller="%s",ana_group="1",'
@@ -130,4 +144,137 @@ class MultipathChecks:
                 (l.get('controller'), l.get('ana_group'), l.get('state'), v) for n, l, v in final
                 if n == 'nvmeof_path_ana_transitions_total'))
         self.fio('io')
+        self.mp_outage(hooks)
         self.exporter_alive()
+
+    def mp_ana_change(self, before, final, ctrl):
+        """Time in `change`: the counter's rise against the span paths.txt (sampled every 0.2 s)
+        showed path B's sysfs ana_state in change, within 0.5 s."""
+        path = os.path.join(self.dir, 'paths.txt')
+        samples = []
+        for line in open(path) if os.path.exists(path) else []:
+            f = line.split()
+            if len(f) == 5:
+                samples.append((float(f[0]), f[4]))
+        first = next((t for t, st in samples if st == 'change'), None)
+        after = next((t for t, st in samples if first is not None and t > first and st != 'change'), None)
+        got = self.lc_delta(before, final, 'nvmeof_path_ana_change_seconds_total', controller=ctrl,
+                            ana_group=1)
+        seen = after - first if first is not None and after is not None else None
+        print('     time in change: counted %.3f s, sysfs showed %s s' % (got, seen))
+        self.check(seen is not None and abs(got - seen) <= 0.5,
+                   'nvmeof_path_ana_change_seconds_total{controller="%s",ana_group="1"} rose %.3f s, '
+                   'the span sysfs showed change (%s s) within 0.5 s' % (ctrl, got, seen))
+
+    def mp_inflight(self, path):
+        """nvmeof_path_inflight_commands in the timed scrapes (scrapes.txt) under fio (queue depth
+        16, round-robin): never more than 16 over both paths, and both paths busy at once in
+        some scrape."""
+        per_scrape, cur = [], None
+        for line in open(path) if os.path.exists(path) else []:
+            if line.startswith('# scrape'):
+                cur = {}
+                per_scrape.append(cur)
+            elif cur is not None and line.startswith('nvmeof_path_inflight_commands{'):
+                m = re.search(r'controller="([^"]+)".*\} (\S+)$', line.strip())
+                if m:
+                    cur[m.group(1)] = cur.get(m.group(1), 0) + float(m.group(2))
+        seen = [s for s in per_scrape if s]
+        both = [s for s in seen if len(s) == 2 and all(v > 0 for v in s.values())]
+        most = max((sum(s.values()) for s in seen), default=0)
+        print('     in flight per path: %d scrapes with the series, %d with both paths busy, at most %g '
+              'in all' % (len(seen), len(both), most))
+        self.check(seen and most <= 16, 'nvmeof_path_inflight_commands: at most fio\'s queue depth (16) '
+                   'over both paths in every scrape (%g)' % most)
+        self.check(len(both) >= 1, 'nvmeof_path_inflight_commands: both paths had commands in flight in '
+                   'a scrape under round-robin (%d of %d)' % (len(both), len(seen)))
+
+    def mp_diag(self, name):
+        """The kernel's diag counters: {(device, counter): value}, or None where it has none."""
+        path = os.path.join(self.dir, 'diag-%s.txt' % name)
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            return None
+        out = {}
+        for line in open(path):
+            f = line.split()
+            if len(f) == 3 and f[2].isdigit():
+                out[(f[0], f[1])] = int(f[2])
+        return out
+
+    def mp_fio_max_seconds(self, name):
+        try:
+            text = open(os.path.join(self.dir, 'fio-%s.json' % name)).read()
+            job = json.loads(text[text.index('{'):])['jobs'][0]
+            return max(job[d]['lat_ns']['max'] for d in ('read', 'write')) / 1e9
+        except (OSError, ValueError, KeyError, IndexError):
+            return None
+
+    def mp_outage(self, hooks):
+        e = self.env
+        head = os.path.basename(e.get('HEAD', ''))
+        pre, post = self.metrics('outage_before'), self.metrics('outage_after')
+        self.fio('outage')
+        if not (hooks.get('__nvme_find_path') and hooks.get('nvme_requeue_work')):
+            self.check(True, 'SKIP outage: the no-usable-path and stall hooks are not attached on %s'
+                       % e.get('KERNEL'))
+            return
+        nopath = self.lc_delta(pre, post, 'nvmeof_namespace_no_usable_path_total', nvme_namespace=head)
+        self.check(nopath > 0, 'outage: nvmeof_namespace_no_usable_path_total{nvme_namespace="%s"} rose '
+                   '(%g)' % (head, nopath))
+        stall = 'nvmeof_namespace_failover_stall_seconds'
+        n = self.lc_delta(pre, post, stall + '_count', nvme_namespace=head)
+        total = self.lc_delta(pre, post, stall + '_sum', nvme_namespace=head)
+        # The other stalls of the window, each at most its bucket's bound: the largest is at
+        # least the sum less those bounds (the largest stall's own bucket excluded).
+        buckets = sorted((float(l['le']), v - self.lc_counts(pre, stall + '_bucket', nvme_namespace=head,
+                                                              le=l['le']))
+                         for nm, l, v in post if nm == stall + '_bucket' and l.get('nvme_namespace') == head
+                         and l['le'] != '+Inf')
+        per, prev = [], 0
+        for le, c in buckets:
+            per.append((le, c - prev))
+            prev = c
+        others_hi = others_lo = 0.0  # the other stalls' sum lies between these
+        left, lower = n - 1, 0.0
+        for le, c in per:  # the smallest stalls first: all but one of the highest bucket
+            take = min(c, left)
+            others_hi += take * le
+            others_lo += take * lower
+            left -= take
+            lower = le
+        largest_low, largest_high = total - others_hi, total - others_lo
+        fio_max = self.mp_fio_max_seconds('outage')
+        print('     outage: %g I/Os without a usable path; %g stalls, %.3f s in all (largest %.3f..%.3f s); '
+              'fio\'s slowest I/O %s s; stalls by bucket %s' % (
+                  nopath, n, total, largest_low, largest_high, fio_max, [(le, c) for le, c in per if c]))
+        if self.check(n >= 1, 'outage: at least one stall of %s counted (%g)' % (head, n)) and fio_max:
+            self.check(largest_low >= 0.9 * fio_max and largest_high <= 1.1 * fio_max,
+                       'outage: the largest stall (%.3f..%.3f s) is within 10%% of fio\'s slowest I/O '
+                       '(%.3f s)' % (largest_low, largest_high, fio_max))
+        d0, d1 = self.mp_diag('outage_before'), self.mp_diag('outage_after')
+        if d0 is None or d1 is None:
+            print('     outage: no nvme diag counters on %s' % e.get('KERNEL'))
+            return
+        rise = lambda dev, c: d1.get((dev, c), 0) - d0.get((dev, c), 0)  # noqa: E731
+        kernel = rise(head, 'io_requeue_no_usable_path_count')
+        self.check(nopath == kernel, 'outage: I/Os requeued without a usable path %g == the kernel\'s '
+                   'diag io_requeue_no_usable_path_count rise of %s (%d)' % (nopath, head, kernel))
+        # The diag series as served, against the files read right after the scrape.
+        for name, dev, counter, labels in (
+                ('nvmeof_namespace_diag_no_usable_path_requeues_total', head,
+                 'io_requeue_no_usable_path_count', {'nvme_namespace': head}),
+                ('nvmeof_path_diag_failovers_total', e['DISK_B'], 'multipath_failover_count',
+                 {'path': e['DISK_B']}),
+                ('nvmeof_path_diag_command_retries_total', e['DISK_B'], 'command_retries_count',
+                 {'path': e['DISK_B']}),
+                ('nvmeof_controller_reconnects_total', e['CTRL_B'], 'reconnect_count',
+                 {'controller': e['CTRL_B']})):
+            got = [v for n, l, v in post if n == name and all(l.get(k) == x for k, x in labels.items())]
+            self.check(len(got) == 1 and got[0] == d1.get((dev, counter)),
+                       'outage: %s%s = diag/%s of %s (%s)' % (name, labels, counter, dev,
+                                                               d1.get((dev, counter))), str(got))
+        for ctrl, disk in ((e['CTRL_A'], e['DISK_A']), (e['CTRL_B'], e['DISK_B'])):
+            got = self.lc_delta(pre, post, 'nvmeof_path_failovers_total', controller=ctrl)
+            want = rise(disk, 'multipath_failover_count')
+            self.check(got == want, 'outage: nvmeof_path_failovers_total{controller="%s"} rose %g, '
+                       'the kernel\'s diag multipath_failover_count of %s %d' % (ctrl, got, disk, want))

@@ -29,7 +29,7 @@ mkdir $P3 && echo tcp >$P3/addr_trtype && echo ipv4 >$P3/addr_adrfam && echo $IP
 ANA=$P3/ana_groups/1/ana_state
 [ -e $ANA ] || die "no $ANA"
 # The functions the multipath hooks need, as ftrace (and so kprobes) sees them here.
-grep -E '^(nvme_failover_req|nvme_update_ana_state|nvme_update_ns_ana_state|nvme_parse_ana_log)\b' \
+grep -E '^(nvme_failover_req|nvme_update_ana_state|nvme_update_ns_ana_state|nvme_parse_ana_log|__nvme_find_path|nvme_requeue_work)\b' \
 	$T/available_filter_functions >"$R/ftrace-functions.txt" 2>/dev/null
 start_exporter || die "exporter start"
 # The kernel's own record of each command that completed with an error status (per path
@@ -124,6 +124,11 @@ run_fio io "$HEAD" "${FAULT_RUNTIME:-30}" &
 FIO=$!
 sleep 3
 mark fault
+# A transition first: the group in `change` for CHANGE_SECONDS (nvmet announces it; the host's
+# ANA transition timer allows twice nvmet's ANATT of 10 s).
+echo change >$ANA || fail "set $ANA change"
+wait_ana change 30
+sleep "${CHANGE_SECONDS:-2}"
 echo inaccessible >$ANA || fail "set $ANA inaccessible"
 wait_ana inaccessible 30
 seen_scrapes inaccessible 2 40
@@ -161,4 +166,35 @@ cat $T/trace >"$R/trace.txt"
 grep -c '^# scrape' "$R/scrapes.txt" | sed 's/^/timed scrapes: /'
 echo "error completions traced: $(grep -c 'nvme_complete_rq' "$R/trace.txt")"
 scrape final
+
+# The kernel's own counters where it has them (the nvme `diag` attribute group, 7.2): "device
+# counter value" for the controllers, the path disks and the head.
+diag() {
+	local d f
+	for d in /sys/class/nvme/nvme* /sys/class/nvme/nvme*/nvme*c*n* /sys/block/nvme*n*; do
+		[ -d "$d/diag" ] || continue
+		for f in "$d"/diag/*; do echo "${d##*/} ${f##*/} $(cat "$f")"; done
+	done >"$R/diag-$1.txt"
+}
+# Both paths lost at once: the head has no usable path, and requeues its I/O (its controllers
+# are reconnecting) until one comes back (port 3's, reconnecting every second). The stall spans
+# the outage; fio's slowest I/O waited through it.
+diag outage_before
+scrape outage_before
+run_fio outage "$HEAD" "${OUTAGE_RUNTIME:-12}" &
+FIO=$!
+sleep 2
+mark outage
+rm $CFG/ports/2/subsystems/$NQN $P3/subsystems/$NQN || fail "unlink both ports"
+sleep "${OUTAGE_SECONDS:-4}"
+mark outage_relink
+ln -s $CFG/subsystems/$NQN $CFG/ports/2/subsystems/$NQN || fail "relink port 2"
+ln -s $CFG/subsystems/$NQN $P3/subsystems/$NQN || fail "relink port 3"
+CTRL=$CTRL_B
+wait_state live 60 && mark outage_live
+CTRL=$CTRL_A
+wait $FIO
+sleep 1
+scrape outage_after
+diag outage_after
 finish
