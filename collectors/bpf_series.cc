@@ -124,6 +124,21 @@ void EmitTargetControllers(const LifecycleSnapshot& snap, HostnqnFolder& folder,
               static_cast<double>(snap.lost[NVMEOF_LC_LOST_CTRLS]));
 }
 
+// The help of each counter family EmitLifecycle sums.
+std::string_view LifecycleHelp(std::string_view family) {
+  static const std::map<std::string_view, std::string_view> kHelp = {
+      {"nvmeof_rdma_cm_events_total", kHelpCm},
+      {"nvmeof_controller_state_transitions_total", kHelpState},
+      {"nvmeof_controller_connect_failures_total", kHelpConnectFail},
+      {"nvmeof_controller_keep_alive_failures_total", kHelpKaFail},
+      {"nvmeof_path_failovers_total", kHelpFailover},
+      {"nvmeof_path_ana_transitions_total", kHelpAna},
+      {"nvmeof_namespace_no_usable_path_total", kHelpNoPath},
+      {"nvmeof_target_connects_total", kHelpTConnect},
+      {"nvmeof_target_keep_alive_expiries_total", kHelpKaExpiry}};
+  return kHelp.at(family);
+}
+
 // The multipath stalls per head disk: NVMEOF_LC_STALL counts per bucket (at most 2^a ms) and
 // NVMEOF_LC_STALL_SUM_US their microseconds, as one histogram per head.
 void EmitStalls(const LifecycleSnapshot& snap, MetricSink& out) {
@@ -247,18 +262,8 @@ void EmitLifecycle(const LifecycleSnapshot& snap, HostnqnFolder& folder,
         out.Skip();
     }
   }
-  static const std::map<std::string_view, std::string_view> kHelp = {
-      {"nvmeof_rdma_cm_events_total", kHelpCm},
-      {"nvmeof_controller_state_transitions_total", kHelpState},
-      {"nvmeof_controller_connect_failures_total", kHelpConnectFail},
-      {"nvmeof_controller_keep_alive_failures_total", kHelpKaFail},
-      {"nvmeof_path_failovers_total", kHelpFailover},
-      {"nvmeof_path_ana_transitions_total", kHelpAna},
-      {"nvmeof_namespace_no_usable_path_total", kHelpNoPath},
-      {"nvmeof_target_connects_total", kHelpTConnect},
-      {"nvmeof_target_keep_alive_expiries_total", kHelpKaExpiry}};
   for (const auto& [key, v] : sums) {
-    out.Counter(key.first, kHelp.at(key.first), key.second, static_cast<double>(v));
+    out.Counter(key.first, LifecycleHelp(key.first), key.second, static_cast<double>(v));
   }
   EmitStalls(snap, out);
   EmitAnaChange(snap, out);

@@ -78,7 +78,11 @@ class MultipathChecks:
                      'nvme_requeue_work'):
             mech, v = attached.get(hook, (None, None))
             print('     hook %s: %s %s' % (hook, mech, v))
-            if hook in funcs:
+            if self.env.get('NO_MODULE_BTF') == '1':
+                self.check(v != 1, 'SKIP %s: nvme_core has no BTF on %s (CO-RE cannot read its types), '
+                           'reported unattached' % (hook, self.env.get('KERNEL')), str(attached.get(hook)))
+                ok[hook] = False
+            elif hook in funcs:
                 ok[hook] = self.check(v == 1, 'hook %s attached (%s)' % (hook, mech), str(attached.get(hook)))
             else:
                 self.check(v != 1, 'SKIP %s: not in available_filter_functions on %s (inlined), '
