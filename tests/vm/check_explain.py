@@ -35,6 +35,10 @@ fio's I/Os; explain's host_commands equals the raw host records of the window (i
 whole phase, and only it). Tolerance 0: nothing is in flight at the window's edges. fio had no
 error; exporter alive.
 
+--targets auto: phase 3 explained again with --host only (phase3-auto.json): the target
+exporter derived from the host controller's address (10.10.10.1, the host URL's port) answered
+and the same host commands joined as with --target.
+
 Exemplars (docs/metrics.md "Exemplars and created timestamps"), saved right after phase 2's fio
 (metrics-exemplars.om, .prom, .pb; exemplar-REF.jsonl): the OpenMetrics scrape has exemplars on
 nvmeof_command_latency_seconds_bucket lines of role="host" and of role="target", each on the
@@ -135,6 +139,7 @@ class ExplainChecks:
                    'phase 1: netem was on %s during the phase' % e['NETDEV'], tc.strip())
         for n, kind in ((1, 'network'), (2, 'drive'), (3, 'none')):
             self.explain_phase(n, kind)
+        self.explain_targets_auto()
         self.explain_exemplars()
         self.exporter_alive()
 
@@ -240,6 +245,30 @@ class ExplainChecks:
         self.check(len(roles.get('host', [])) >= 1 and len(roles.get('target', [])) >= 1,
                    '%s: protobuf exemplars on nvmeof_command_latency_seconds of both roles' % p,
                    str(roles))
+
+    def explain_targets_auto(self):
+        """Phase 3 again with --host only and --targets auto: the target exporter found from the
+        host's controller (traddr 10.10.10.1, the host URL's port) answered, and the same host
+        commands joined as with --target given."""
+        p = 'phase 3 --targets auto'
+        path = os.path.join(self.dir, 'phase3-auto-exit-code')
+        rc = open(path).read().strip() if os.path.exists(path) else '<missing>'
+        err = os.path.join(self.dir, 'phase3-auto.err')
+        self.check(rc == '0', '%s: explain exited 0' % p,
+                   'exit %s: %s' % (rc, open(err).read()[-400:] if os.path.exists(err) else ''))
+        x, given = self.ex_json('phase3-auto.json'), self.ex_json('phase3.json')
+        if not x or not given:
+            return
+        targets = [s for s in x.get('sources', []) if s.get('role') == 'target']
+        print('info %s: sources %s' % (p, json.dumps(x.get('sources'))))
+        self.check(len(targets) == 1 and targets[0].get('ok') and
+                   '10.10.10.1:10420' in targets[0].get('url', ''),
+                   '%s: one target source, derived from the controller\'s address, answered' % p,
+                   json.dumps(targets))
+        hc, joined = x.get('host_commands', 0), x.get('joined', 0)
+        self.check(hc == given.get('host_commands') and joined == given.get('joined') and hc > 0,
+                   '%s: %d host commands, %d joined, as with --target (%s, %s)'
+                   % (p, hc, joined, given.get('host_commands'), given.get('joined')))
 
     def explain_phase(self, n, kind):
         p = 'phase %d (%s)' % (n, kind)

@@ -71,6 +71,9 @@ mkdir "$s" && printf %s "$SLOW_DEV" >"$s/device_path" && echo 1 >"$s/enable" || 
 
 printf 'bpf:\n  sample_every: 1\n  flight_recorder_max_age: 60\n  flight_recorder_max_bytes: 67108864\n' >/tmp/explain-exporter.yml
 EXPORTER_START_TIMEOUT=180
+# On every address, so that `explain --targets auto` reaches this node's target through the
+# address the host's controller connected to (10.10.10.1, port 10420 as the host's URL).
+LISTEN=0.0.0.0:10420
 EXPORTER_ARGS="--config.file=/tmp/explain-exporter.yml" start_exporter || die "exporter start"
 
 connect tcp 4421 $NQN || die "nvme connect"
@@ -167,6 +170,12 @@ phase() {
 	timeout 120 $EXPORTER explain --host=$URL --target=$URL --since=$((now - since + 2))s \
 		>"$R/phase$n.txt" 2>&1
 	echo $? >"$R/phase$n-text-exit-code"
+	if [ "$n" = 3 ]; then # the target found from the host's controllers
+		now=$(date +%s)
+		timeout 120 $EXPORTER explain --host=$URL --targets=auto --since=$((now - since + 2))s \
+			--format=json >"$R/phase3-auto.json" 2>"$R/phase3-auto.err"
+		echo $? >"$R/phase3-auto-exit-code"
+	fi
 	mark "phase${n}_explained"
 	sed -n '/^tail:/,$p' "$R/phase$n.txt"
 	scrape "phase$n-post"
