@@ -169,7 +169,8 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
     skel->rodata->stage_detail = NvmeofStageDetail(options);
     skel->rodata->total_in_paths = NvmeofTotalInPaths(options);
     skel->rodata->size_classes = options.size_classes;
-    skel->rodata->flight_records = nvmeof_host && options.flight_recorder_max_bytes > 0;
+    skel->rodata->flight_records =
+        nvmeof_host && options.flight_recorder_max_bytes > 0 && ModulesHaveBtf(paths);
     if (!skel->rodata->flight_records) ShrinkFlightRing(skel->obj);
     if (nvmeof_host) {
       SizeNvmeofStageMaps(skel->obj, options);

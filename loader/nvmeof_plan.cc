@@ -18,7 +18,8 @@ Skeleton<nvmeof_bpf> OpenNvmeof(const Paths& paths, const std::string& btf_path,
   skel->rodata->stage_detail = NvmeofStageDetail(bpf);
   skel->rodata->total_in_paths = NvmeofTotalInPaths(bpf);
   skel->rodata->transport_stages = bpf.transport_stages;
-  skel->rodata->flight_records = bpf.flight_recorder_max_bytes > 0;
+  // Without module BTF (5.10) the records' reads of module types cannot load: none are kept.
+  skel->rodata->flight_records = bpf.flight_recorder_max_bytes > 0 && ModulesHaveBtf(paths);
   if (!skel->rodata->flight_records) ShrinkFlightRing(skel->obj);
   SetNvmetTracepointFields(paths, skel.get());
   skel->rodata->nvmet_init_sq_arg = NvmetReqInitSqArg(paths.sysfs);

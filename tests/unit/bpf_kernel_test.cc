@@ -202,6 +202,27 @@ TEST(KernelProber, NamesAModuleWithoutBtf) {
   EXPECT_EQ(system(("rm -rf " + root).c_str()), 0);
 }
 
+// Module BTF: a module's own BTF file says yes (5.11+); loaded modules without one say no
+// (5.10); no loaded module to tell says yes.
+TEST(ModulesHaveBtf, FromKernelBtfAndLoadedModules) {
+  ScratchDir with, without, none;
+  with.Write("kernel/btf/vmlinux", "");
+  with.Write("kernel/btf/nvme_core", "");
+  with.Write("module/nvme_core/initstate", "live\n");
+  without.Write("kernel/btf/vmlinux", "");
+  without.Write("module/nvme_core/initstate", "live\n");
+  without.Write("module/printk/parameters/time", "Y\n");  // built in: no initstate
+  none.Write("kernel/btf/vmlinux", "");
+  none.Write("module/printk/parameters/time", "Y\n");
+  Paths p;
+  p.sysfs = with.path();
+  EXPECT_TRUE(ModulesHaveBtf(p));
+  p.sysfs = without.path();
+  EXPECT_FALSE(ModulesHaveBtf(p));
+  p.sysfs = none.path();
+  EXPECT_TRUE(ModulesHaveBtf(p));
+}
+
 // Count slots (bpf/count_cache.h): owned slots (odd tag) add up per key across CPUs, whichever
 // slot index each CPU's copy sits at; free (0) and half-claimed (2) slots count nothing.
 TEST(CountSlots, OwnedSlotsAddUpByKeyAcrossCpus) {
