@@ -225,6 +225,7 @@ struct lc_scratch {
   struct nvmeof_lc_key key;
   struct nvmeof_lc_ctrl ctrl;
   struct lc_stash stash;
+  __u64 walk_n; /* count_bios */
 };
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -432,25 +433,31 @@ static __always_inline void stall_open(struct lc_head* h) {
 
 struct bio_walk {
   struct bio* bio;
-  __u64 n;
+  __u64* n; /* in lc_scratch, not on the stack: see count_bios */
 };
 
 static long bio_step(__u64 i, void* ctx) {
   struct bio_walk* w = ctx;
   struct bio* bio = w->bio; /* a local: CO-RE relocates the read from it, not bio_walk's field */
   if (!bio) return 1;
-  ++w->n;
+  *w->n += 1;
   w->bio = BPF_CORE_READ(bio, bi_next);
   return 0;
 }
 
 /* The bios of a chain (bi_next), up to a bound no requeue list or request reaches. bpf_loop
  * (5.17+; these hooks need module BTF, so 6.1+ here): a bounded loop of that length is too
- * many instructions for the verifier. */
+ * many instructions for the verifier. The count lives in a map value: a counter on the stack
+ * is an exact value per iteration, and newer verifiers (7.2) then check the callback once per
+ * count without converging, past their instruction limit. */
 static __always_inline __u64 count_bios(struct bio* bio) {
+  struct lc_scratch* s = scratch();
   struct bio_walk w = {.bio = bio};
+  if (!s) return 0;
+  s->walk_n = 0;
+  w.n = &s->walk_n;
   bpf_loop(1 << 16, bio_step, &w, 0);
-  return w.n;
+  return s->walk_n;
 }
 
 /* Its bios go to the head's requeue list (blk_steal_bios): the requeue work counts them there
