@@ -192,4 +192,14 @@ void PrintProbe(const Availability& availability, const AttachPlan& plan, std::o
   out << (plan.RequiredOk() ? "result: ok\n" : "result: a required hook cannot attach\n");
 }
 
+bool ModulesHaveBtf(const Paths& paths) {
+  for (const auto& name : ListDir(paths.sysfs + "/kernel/btf")) {
+    if (name != "vmlinux") return true;
+  }
+  for (const auto& name : ListDir(paths.sysfs + "/module")) {
+    if (Exists(paths.sysfs + "/module/" + name + "/initstate")) return false;  // loaded, no BTF
+  }
+  return true;
+}
+
 }  // namespace nvmeof

@@ -106,6 +106,11 @@ struct Availability {
 // <sysfs>/kernel/security/lockdown, BTF from <sysfs>/kernel/btf/vmlinux or `btf_path`.
 Availability CheckBpfAvailable(const Paths& paths, const BpfOptions& options);
 
+// Whether modules get BTF of their own on this kernel (5.11+, CONFIG_DEBUG_INFO_BTF_MODULES):
+// some loaded module has a file in kernel/btf, or none is loaded to tell. Programs that read
+// nvme_core's or nvmet's types through CO-RE (the flight records) cannot load without it.
+bool ModulesHaveBtf(const Paths& paths);
+
 // The common start of loading a BPF collector part: is BPF usable, which mechanism is forced
 // (bpf.mechanism), which BTF file CO-RE uses. !ok: the result says why (load_failed for an
 // unknown mechanism).

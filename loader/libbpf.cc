@@ -195,16 +195,6 @@ struct btf* KernelProber::Btf(std::string_view module) {
   return b;
 }
 
-bool ModulesHaveBtf(const Paths& paths) {
-  for (const auto& name : ListDir(paths.sysfs + "/kernel/btf")) {
-    if (name != "vmlinux") return true;
-  }
-  for (const auto& name : ListDir(paths.sysfs + "/module")) {
-    if (Exists(paths.sysfs + "/module/" + name + "/initstate")) return false;  // loaded, no BTF
-  }
-  return true;
-}
-
 std::string KernelProber::MissingModuleBtf(std::string_view module) const {
   if (module.empty() || !Exists(paths_.sysfs + "/kernel/btf/vmlinux")) return "";
   const std::string m(module);

@@ -96,11 +96,6 @@ int LoadAndAttach(const bpf_object_skeleton* skeleton,
 void DetachPrograms(const bpf_object_skeleton* skeleton,
                     const std::vector<std::string_view>& programs);
 
-// Whether modules get BTF of their own on this kernel (5.11+, CONFIG_DEBUG_INFO_BTF_MODULES):
-// some loaded module has a file in kernel/btf, or none is loaded to tell. Programs that read
-// nvme_core's or nvmet's types through CO-RE (the flight records) cannot load without it.
-bool ModulesHaveBtf(const Paths& paths);
-
 // Real VariantProber: static checks first (kernel BTF has the function or tracepoint, kprobes
 // exist, kallsyms has the symbol), then `trial` loads and attaches that one program.
 class KernelProber : public VariantProber {

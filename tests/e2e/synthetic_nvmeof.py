@@ -45,6 +45,9 @@ nvmeof_controller_state_transitions_total, ..., nvmeof_target_controllers) of th
 instances, which only the eBPF lifecycle hooks on a kernel with NVMe-oF modules produce: a
 reconnecting controller, a refused Connect and a keep-alive expiry, for the "Connections" panels
 and the connection alerts.
+Always, SYNTHETIC too: the host's multipath events (emit_multipath): failovers from nvme0 once a
+minute, nvme0n1's I/O requeued without a usable path, and a 6 s stall of its I/O every 2
+minutes, for the "Controllers and paths" panels and the failover alerts.
 --with-bpf: also emit eBPF self-metrics and block-layer histograms for the host instance (only
 used when the exporter under test was built without the bpf collector).
 --kubernetes: SYNTHETIC too, the host as a Kubernetes node (emit_kubernetes): its paths
@@ -328,6 +331,7 @@ def main():
             gauge_family(out, family, r, ts)
     disks = backing_disks(out, inst[1], args.end, ts)
     emit_lifecycle(out, inst[0], inst[1], args.end, ts)
+    emit_multipath(out, inst[0], args.end, ts)
     if args.kubernetes:
         emit_kubernetes(out, inst[0], ts)
     if args.with_bpf:
@@ -392,6 +396,31 @@ K8S_VOLUMES = [
     ("nvme1c1n1", "pvc-9f8e7d6c-5b4a-4392-8170-a1b2c3d4e5f6", "d1e2f3a4-b5c6-4d7e-8f90-0a1b2c3d4e5f",
      "block", "cache", "redis-0"),
 ]
+
+
+# nvmeof_namespace_failover_stall_seconds' buckets (bpf/lifecycle_maps.h: 1 ms .. 2^17 ms).
+STALL_BOUNDS = [0.001 * (1 << b) for b in range(18)]
+
+
+def emit_multipath(out, host, end, ts):
+    """The host's multipath events (see the module docstring), from 10 minutes ago."""
+    t0 = end - 10 * 60
+    counter_family(out, "nvmeof_path_failovers", [Ramp(dict(host, controller="nvme0"), 1 / 60, t0)],
+                   ts)
+    counter_family(out, "nvmeof_namespace_no_usable_path",
+                   [Ramp(dict(host, nvme_namespace="nvme0n1"), 16 / 120, t0)], ts)
+    name, stall_s = "nvmeof_namespace_failover_stall_seconds", 6.0
+    stalls = Ramp(dict(host, nvme_namespace="nvme0n1"), 1 / 120, t0)
+    out.append(f"# TYPE {name} histogram")
+    for le in STALL_BOUNDS + [math.inf]:
+        lab = fmt_labels(dict(stalls.labels, le="+Inf" if le == math.inf else repr(le)))
+        for t in ts:
+            out.append(f"{name}_bucket{lab} {math.floor(stalls.count(t)) if le >= stall_s else 0} {t:.3f}")
+    lab = fmt_labels(stalls.labels)
+    for t in ts:
+        out.append(f"{name}_count{lab} {math.floor(stalls.count(t))} {t:.3f}")
+    for t in ts:
+        out.append(f"{name}_sum{lab} {stall_s * math.floor(stalls.count(t)):.3f} {t:.3f}")
 
 
 def emit_kubernetes(out, host, ts):

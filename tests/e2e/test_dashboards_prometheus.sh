@@ -284,9 +284,10 @@ check_version() {
     # the counter now minus 5 minutes ago: nothing before a series is 5 minutes old (seconds
     # here; its promtool tests cover it)
     --expect-empty RdmaTransportRetryExceeded
-    # no multipath failovers in these data (its promtool tests cover it; the VM scenario
-    # multipath counts real ones)
-    --expect-empty NvmeofNamespaceFailingOver
+    # the synthetic multipath events (synthetic_nvmeof.py emit_multipath): nvme0 fails over
+    # once a minute, nvme0n1 requeues I/O without a path and stalls 6 s every 2 minutes
+    --expect-firing NvmeofNamespaceFailingOver --expect-firing NvmeofNamespaceIoWithoutPath
+    --expect-firing NvmeofNamespaceFailoverStall
   )
   # This Prometheus stores classic buckets (no native-histogram flag); every panel and rule must
   # answer from them (test_native_histograms.sh does the same with native histograms).
