@@ -6,7 +6,8 @@ name: that mechanism forced with the transport tier on), transport (rdma, tcp) a
 ran a known number of I/Os.
 The differences of the two scrapes are that fio job's commands; they are compared with fio:
   - nvmeof_commands_total rose by fio's I/O count (every command is counted);
-  - end to end _count (+ lost) is the count of commands picked for timing within 1%, and that is
+  - end to end _count (+ lost) is the count of commands picked for timing within 1% (with
+    kprobes forced, short by at most the binomial bound of 1% nested-kprobe misses), and that is
     fio's I/O count / sample_every within 4.5 binomial standard deviations (picks are by hash);
   - every stage's _count equals the end to end _count within 1% (stages a command may skip
     in favour of a wider one are counted together: command_send|target_and_response with
@@ -162,17 +163,23 @@ class StagesChecks:
             # Commands the programs could not record are counted (lost_events), not hidden.
             lost = sum(self.counter_delta(before, after, 'nvmeof_exporter_bpf_lost_events_total',
                                           {'reason': r}) for r in ('nvmeof_map_full', 'nvmeof_inflight_full'))
-            # A kprobe whose hit nests inside another kprobe's handler on the same CPU is skipped
-            # by the kernel (kprobe nmissed; vm-recipe measured 0.3-1% on busy functions), so a
-            # command can miss its last point: 2% below is allowed when kprobes are forced.
-            low = 0.98 if mech == 'kprobe' else 0.99
             # Every command picked for timing ends whole in the end-to-end histogram, or is
             # counted lost.
             picked = self.counter_delta(before, after, 'nvmeof_exporter_bpf_sampled_commands_total',
                                         {'role': role})
-            self.check(count <= picked * 1.01 and count + lost >= picked * low,
-                       '%s end-to-end count %d (+%d lost) ~ %d commands picked for timing (%d%% below)'
-                       % (where, count, lost, picked, round((1 - low) * 100)))
+            # A kprobe whose hit nests inside another kprobe's handler on the same CPU is skipped
+            # by the kernel (kprobe nmissed, which no counter here sees; vm-recipe measured
+            # 0.3-1% on busy functions), so a command can miss its last point. With kprobes forced
+            # a run picks only 60-80 commands: the misses may reach the binomial bound at 1%
+            # (mean + 4.5 standard deviations, as for the picks below; 4 of 76). Measured: 3 of
+            # about 1,100 host commands over the kprobe runs of 6.1 and 6.12, 2 of them in one.
+            if mech == 'kprobe':
+                slack = picked * 0.01 + 4.5 * (picked * 0.01 * 0.99) ** 0.5
+            else:
+                slack = picked * 0.01
+            self.check(count <= picked * 1.01 and count + lost >= picked - slack,
+                       '%s end-to-end count %d (+%d lost) ~ %d commands picked for timing (at most '
+                       '%.1f missing)' % (where, count, lost, picked, slack))
             # The picks are a hash of each command's own fields: about 1 in sample_every, within
             # 4.5 standard deviations of the binomial (a false alarm about once in 150,000 jobs).
             p = 1.0 / every
