@@ -172,7 +172,7 @@ class StagesChecks:
             # 0.3-1% on busy functions), so a command can miss its last point. With kprobes forced
             # a run picks only 60-80 commands: the misses may reach the binomial bound at 1%
             # (mean + 4.5 standard deviations, as for the picks below; 4 of 76). Measured: 3 of
-            # about 1,100 host commands over the kprobe runs of 6.1 and 6.12, 2 of them in one.
+            # 535 host commands over the kprobe runs of 6.1 and 6.12 in one CI run, 2 in one job.
             if mech == 'kprobe':
                 slack = picked * 0.01 + 4.5 * (picked * 0.01 * 0.99) ** 0.5
             else:
