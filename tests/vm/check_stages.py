@@ -7,7 +7,7 @@ ran a known number of I/Os.
 The differences of the two scrapes are that fio job's commands; they are compared with fio:
   - nvmeof_commands_total rose by fio's I/O count (every command is counted);
   - end to end _count (+ lost) is the count of commands picked for timing within 1% (with
-    kprobes forced, short by at most the binomial bound of 1% nested-kprobe misses), and that is
+    kprobes forced, short by at most the binomial bound of 2% nested-kprobe misses), and that is
     fio's I/O count / sample_every within 4.5 binomial standard deviations (picks are by hash);
   - every stage's _count equals the end to end _count within 1% (stages a command may skip
     in favour of a wider one are counted together: command_send|target_and_response with
@@ -168,13 +168,13 @@ class StagesChecks:
             picked = self.counter_delta(before, after, 'nvmeof_exporter_bpf_sampled_commands_total',
                                         {'role': role})
             # A kprobe whose hit nests inside another kprobe's handler on the same CPU is skipped
-            # by the kernel (kprobe nmissed, which no counter here sees; vm-recipe measured
-            # 0.3-1% on busy functions), so a command can miss its last point. With kprobes forced
-            # a run picks only 60-80 commands: the misses may reach the binomial bound at 1%
-            # (mean + 4.5 standard deviations, as for the picks below; 4 of 76). Measured: 3 of
-            # 535 host commands over the kprobe runs of 6.1 and 6.12 in one CI run, 2 in one job.
+            # by the kernel (kprobe nmissed, which no counter here sees), so a command can miss
+            # its last point. Measured on 6.12's NVMe/RDMA jobs: 5 of 270 host commands (1.9%;
+            # vm-recipe saw 0.3-1% on busy functions). A kprobe run picks only 50-80 commands, so
+            # the misses are bounded by the binomial at 2% (mean + 4.5 standard deviations, as
+            # for the picks below: 7 of 76), not by a share of the run.
             if mech == 'kprobe':
-                slack = picked * 0.01 + 4.5 * (picked * 0.01 * 0.99) ** 0.5
+                slack = picked * 0.02 + 4.5 * (picked * 0.02 * 0.98) ** 0.5
             else:
                 slack = picked * 0.01
             self.check(count <= picked * 1.01 and count + lost >= picked - slack,
