@@ -16,7 +16,7 @@ commands with FAULT_MS, so the window's p99 tail is the fault's:
              the fault phases' tails are the faults', not the emulator's. Which component the
              fault-free tail's commands have as largest is printed, not asserted: under TCG it
              is the loopback network's own jitter (network was the largest in 77-86% of that
-             tail on 6.1 and 6.12, and above 90% in one CI run; the same share when each
+             tail on 6.1 and 6.12, the likely cause of one CI failure; the same share when each
              component is taken as its excess over the window's median), a property of the
              emulated machine, not of explain. explain's verdict (`clear`) is printed too.
 
