@@ -251,14 +251,14 @@ def build(args):
     return stage, command, commands
 
 
-def histogram_family(out, name, series, ts):
+def histogram_family(out, name, series, ts, bounds=BOUNDS):
     out.append(f"# TYPE {name} histogram")
-    les = [repr(b) for b in BOUNDS] + ["+Inf"]
+    les = [repr(b) for b in bounds] + ["+Inf"]
     for s in series:
         for i, le in enumerate(les):
             lab = fmt_labels(dict(s.labels, le=le))
             for t in ts:
-                v = s.bucket(t, i) if i < len(BOUNDS) else s.count(t)
+                v = s.bucket(t, i) if i < len(bounds) else s.count(t)
                 out.append(f"{name}_bucket{lab} {v} {t:.3f}")
         lab = fmt_labels(s.labels)
         for t in ts:
@@ -409,18 +409,26 @@ def emit_multipath(out, host, end, ts):
                    ts)
     counter_family(out, "nvmeof_namespace_no_usable_path",
                    [Ramp(dict(host, nvme_namespace="nvme0n1"), 16 / 120, t0)], ts)
-    name, stall_s = "nvmeof_namespace_failover_stall_seconds", 6.0
-    stalls = Ramp(dict(host, nvme_namespace="nvme0n1"), 1 / 120, t0)
-    out.append(f"# TYPE {name} histogram")
-    for le in STALL_BOUNDS + [math.inf]:
-        lab = fmt_labels(dict(stalls.labels, le="+Inf" if le == math.inf else repr(le)))
-        for t in ts:
-            out.append(f"{name}_bucket{lab} {math.floor(stalls.count(t)) if le >= stall_s else 0} {t:.3f}")
-    lab = fmt_labels(stalls.labels)
-    for t in ts:
-        out.append(f"{name}_count{lab} {math.floor(stalls.count(t))} {t:.3f}")
-    for t in ts:
-        out.append(f"{name}_sum{lab} {stall_s * math.floor(stalls.count(t)):.3f} {t:.3f}")
+    histogram_family(out, "nvmeof_namespace_failover_stall_seconds",
+                     [Stalls(dict(host, nvme_namespace="nvme0n1"), 1 / 120, t0, 6.0)], ts,
+                     STALL_BOUNDS)
+
+
+class Stalls(Ramp):
+    """Stalls of `seconds` each, `rate` per second from `t0`: a histogram series."""
+
+    def __init__(self, labels, rate, t0, seconds):
+        super().__init__(labels, rate, t0)
+        self.seconds = seconds
+
+    def count(self, t):
+        return math.floor(super().count(t))
+
+    def bucket(self, t, i):
+        return self.count(t) if STALL_BOUNDS[i] >= self.seconds else 0
+
+    def sum(self, t):
+        return self.seconds * self.count(t)
 
 
 def emit_kubernetes(out, host, ts):
