@@ -294,6 +294,23 @@ class Checker(StagesChecks, FaultsChecks, NativeChecks, RecordChecks, LifecycleC
                    'icount.txt: %d runs with a positive mean latency (want %d)' % (len(rows), want),
                    '; '.join(bad[:3]))
 
+    def scenario_soak(self):
+        """The guest's side of the soak (tests/soak/vm_soak.sh; Prometheus's side is
+        tests/soak/vm_report.py): every round came up, ran fio without an error, churned and
+        flapped, and unloaded every module it loaded; the exporter lived to the end."""
+        path = os.path.join(self.dir, 'rounds.tsv')
+        rows = [l.split() for l in open(path)][1:] if os.path.exists(path) else []
+        want = int(self.env.get('SOAK_SECONDS', 0)) // int(self.env.get('ROUND_SECONDS', 1))
+        self.check(len(rows) >= want, '%d rounds (want >= %d)' % (len(rows), want))
+        mods = 'nvme_tcp,nvme_rdma,nvme_fabrics,nvmet_tcp,nvmet_rdma,rdma_rxe,null_blk'
+        for r in rows:
+            self.check(len(r) == 9 and r[4] == '0' and r[8] == '0' and r[7] == mods and
+                       int(r[5]) > 0 and int(r[6]) > 0 and int(r[3]) > 0,
+                       'round %s: up, fio without error, %s flaps, %s connects of B, unloaded %s'
+                       % (r[0], r[5] if len(r) > 5 else '?', r[6] if len(r) > 6 else '?',
+                          r[7] if len(r) > 7 else '?'), ' '.join(r))
+        self.exporter_alive()
+
     def scenario_hotload(self):
         empty = self.metrics('no-modules')
         self.collectors_ok(empty, 'no-modules')

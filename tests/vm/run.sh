@@ -11,7 +11,9 @@
 # VM_CPUS (2), TCG_THREAD (multi|single), EXPORTER_ARGS (extra flags for the exporter in the
 # guest), TRANSPORT (rdma|tcp for hotload and pathfault), NVMEOF_VM_CACHE, ICOUNT=1 (single-
 # threaded TCG with `-icount shift=0,sleep=off`: the guest clock counts guest instructions),
-# ICOUNT_IOS, ICOUNT_PATHS, ICOUNT_RWS, ICOUNT_MODES (scenario icount).
+# ICOUNT_IOS, ICOUNT_PATHS, ICOUNT_RWS, ICOUNT_MODES (scenario icount), SOAK_SECONDS,
+# ROUND_SECONDS (scenario soak), HOSTFWD=HOSTPORT:GUESTPORT (a virtio NIC on QEMU's user network,
+# restrict=on: nothing reaches it but 127.0.0.1:HOSTPORT forwarded to the guest's GUESTPORT).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -89,6 +91,7 @@ nvmet nvmet_rdma nvmet_tcp nvme_rdma nvme_tcp nvme_fabrics nvme_core inet_diag t
 crc32c_generic crc32c_intel crc32_generic crc32_pclmul crc32_cryptoapi crc32c_cryptoapi ext4 \
 dm_delay sch_prio sch_netem cls_u32"
 # (a module a kernel lacks or builds in is skipped: 7.x has crc32*_cryptoapi, not crc32_generic)
+[ -z "${HOSTFWD:-}" ] || MODULES="$MODULES virtio_net"
 BINS="/usr/bin/kmod /usr/sbin/nvme /usr/bin/fio /usr/bin/rdma /usr/bin/ip /usr/bin/ibv_devinfo \
 /usr/sbin/bpftool /usr/sbin/biolatency /usr/sbin/mkfs.ext4 /usr/sbin/tc /usr/sbin/dmsetup"
 BASE_FORMAT=1 # bump when the base layout changes in a way the hash below cannot see
@@ -202,19 +205,21 @@ FIO_RUNTIME=$FIO_RUNTIME GUEST_TIMEOUT=$((TIMEOUT - 20))"
 [ -z "${EXPORTER_ARGS:-}" ] || APPEND="$APPEND EXPORTER_ARGS=\"$EXPORTER_ARGS\""
 [ -z "${TRANSPORT:-}" ] || APPEND="$APPEND TRANSPORT=$TRANSPORT" # hotload, pathfault: rdma|tcp
 [ -z "${MECHANISMS:-}" ] || APPEND="$APPEND MECHANISMS=\"$MECHANISMS\"" # stages
-for v in ICOUNT_IOS ICOUNT_PATHS ICOUNT_RWS ICOUNT_MODES; do # icount
+for v in ICOUNT_IOS ICOUNT_PATHS ICOUNT_RWS ICOUNT_MODES SOAK_SECONDS ROUND_SECONDS; do # icount, soak
   [ -z "${!v:-}" ] || APPEND="$APPEND $v=\"${!v}\""
 done
 # Multi-threaded TCG can also run a stale int3 while the kernel patches its own text at boot
 # ("Oops: int3" in sched_clock_cpu, PID 1 swapper, before /init). Nothing of ours has run then, so
 # such a boot is retried once; the retry is printed and kept in boot-retries.
+NIC=(-nic none)
+[ -z "${HOSTFWD:-}" ] || NIC=(-nic "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:${HOSTFWD%%:*}-:${HOSTFWD#*:}")
 boot() {
   say "booting $KV ($ACCEL${TCG_THREAD:+ thread=$TCG_THREAD}, timeout ${TIMEOUT}s), exporter $EXPORTER"
   tb=$EPOCHREALTIME
   set +e
-  # -nic none: nothing leaves the VM; the scenario's addresses live on a veth pair inside it.
+  # -nic none unless HOSTFWD: nothing leaves the VM; the scenario's addresses live on a veth pair in it.
   timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${ACCEL_ARGS[@]}" -m "${VM_MEM:-2048}" -smp "${VM_CPUS:-2}" \
-    -display none -no-reboot -nic none -monitor none -serial stdio \
+    -display none -no-reboot "${NIC[@]}" -monitor none -serial stdio \
     -kernel "$VMLINUX" -initrd "$OUT/initrd.cpio" -append "$APPEND" \
     -virtfs local,path="$OUT/guest",mount_tag=host0,security_model=none,id=host0 \
     </dev/null 2>&1 | while IFS= read -r line; do
