@@ -23,19 +23,6 @@ bool FirstTime(const std::string& source) {
   return seen.insert(source).second;
 }
 
-// Order-sensitive: collectors build a family's label sets in one fixed order.
-std::uint64_t LabelHash(const Labels& labels) {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
-  auto mix = [&h](std::string_view s) {
-    h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
-  for (const auto& l : labels) {
-    mix(l.name);
-    mix(l.value);
-  }
-  return h;
-}
-
 bool SameLabels(const Labels& a, const Labels& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -59,6 +46,19 @@ size_t Utf8Chars(std::string_view s) {
 }
 
 }  // namespace
+
+// Order-sensitive: collectors build a family's label sets in one fixed order.
+std::uint64_t LabelHash(const Labels& labels) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  auto mix = [&h](std::string_view s) {
+    h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  for (const auto& l : labels) {
+    mix(l.name);
+    mix(l.value);
+  }
+  return h;
+}
 
 prometheus::ClientMetric* MetricSink::Add(std::string_view name, std::string_view help,
                                           prometheus::MetricType type, Labels labels) {
@@ -192,6 +192,18 @@ void MetricSink::Created(double unix_seconds) {
     return;
   }
   LastSide().created = unix_seconds;
+}
+
+void MetricSink::SetCreated(size_t family, size_t metric, double unix_seconds) {
+  if (family >= families_.size() || metric >= families_[family].metric.size()) return;
+  const auto type = families_[family].type;
+  if (!(std::isfinite(unix_seconds) && unix_seconds > 0) ||
+      (type != prometheus::MetricType::Counter && type != prometheus::MetricType::Histogram)) {
+    return;
+  }
+  auto& side = side_[family];
+  side.resize(families_[family].metric.size());
+  side[metric].created = unix_seconds;
 }
 
 bool MetricSink::Unique(size_t f, const Labels& labels) {

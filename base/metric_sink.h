@@ -87,6 +87,10 @@ struct SeriesSide {
 // The side data of families[family].metric[metric], or nullptr (none): what the writers take.
 using SideLookup = std::function<const SeriesSide*(size_t family, size_t metric)>;
 
+// A 64-bit hash of a label set, order-sensitive (collectors build a family's label sets in one
+// fixed order).
+std::uint64_t LabelHash(const Labels& labels);
+
 // The longest exemplar label set OpenMetrics allows: names and values, in UTF-8 characters.
 inline constexpr size_t kMaxExemplarLabelChars = 128;
 
@@ -112,6 +116,8 @@ class MetricSink {
   // Sets the created timestamp (unix seconds) of the series added last (counter or histogram;
   // ignored otherwise, and for a value that is not finite and positive).
   void Created(double unix_seconds);
+  // The same for families()[family].metric[metric] (exporter/counter_resets.h).
+  void SetCreated(size_t family, size_t metric, double unix_seconds);
 
   // The native buckets of families()[f].metric[m], or nullptr (not a histogram, or classic
   // only). Valid until the next change to the sink; families_ and side_ stay in step.

@@ -14,7 +14,8 @@
 // run returns: later scrapes report it as timed out at once. So there is at most one run per
 // collector at any time, and the threads the scraper owns are bounded by the collector count.
 // Concurrent scrapes share a run that is already in flight (and not yet overdue) instead of
-// starting a second one.
+// starting a second one. Each collector's runs, in order, go through its CounterResets
+// (exporter/counter_resets.h): a counter that went down is served with a created timestamp.
 #pragma once
 
 #include <atomic>
