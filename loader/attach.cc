@@ -86,6 +86,13 @@ AttachPlan PlanAttach(const std::vector<HookSpec>& hooks, std::optional<Mechanis
     }
     plan.hooks.push_back(std::move(hp));
   }
+  for (auto& hp : plan.hooks) {
+    if (hp.hook->with.empty() || !hp.chosen) continue;
+    const HookPlan* partner = plan.Find(hp.hook->with);
+    if (partner && partner->chosen) continue;
+    hp.rejected.emplace_back(hp.chosen->mechanism, "needs " + std::string(hp.hook->with));
+    hp.chosen.reset();
+  }
   return plan;
 }
 

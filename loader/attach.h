@@ -61,6 +61,10 @@ struct HookSpec {
   // record): planned only where that module has no BTF of its own (before 5.11), and neither
   // planned nor reported where it has, the CO-RE hooks serving there.
   bool without_module_btf = false;
+  // Useless alone: attached only where this hook (of the same plan) attaches too, else
+  // reported unattached with its mechanism and "needs <with>" (__nvme_find_path opens the
+  // stalls nvme_requeue_work counts and closes; on 5.10 only the former loads).
+  std::string_view with = "";
 };
 
 // Can this variant attach here? The real prober checks what it can statically (BTF, kprobe

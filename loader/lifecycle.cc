@@ -24,6 +24,11 @@ HookSpec Fn(std::string_view name, std::string_view module, std::string_view tar
           .gate = module};
 }
 
+HookSpec With(HookSpec hook, std::string_view partner) {
+  hook.with = partner;
+  return hook;
+}
+
 // A classic tracepoint hook: its program reads `fields` of the event's record.
 HookSpec Tp(std::string_view name, std::string_view module, std::string_view event,
             std::string_view program, std::string_view fields) {
@@ -62,11 +67,15 @@ const std::vector<HookSpec>& LifecycleHooks() {
          "lc_failover_fentry"),
       Fn("nvme_update_ana_state", "nvme_core", "nvme_update_ana_state", "lc_ana_kprobe",
          "lc_ana_fentry"),
-      // Multipath stalls and I/O without a usable path: per I/O routed anew or requeued.
-      Fn("__nvme_find_path", "nvme_core", "__nvme_find_path", "lc_findpath_kprobe",
-         "lc_findpath_fentry"),
-      Fn("__nvme_find_path_return", "nvme_core", "__nvme_find_path", "lc_findpath_ret_kretprobe",
-         "lc_findpath_ret_fexit"),
+      // Multipath stalls and I/O without a usable path: per I/O routed anew or requeued. The
+      // find_path programs read no nvme_core type, so they load without its BTF (5.10), where
+      // the requeue programs do not: alone they would open stalls nothing closes.
+      With(Fn("__nvme_find_path", "nvme_core", "__nvme_find_path", "lc_findpath_kprobe",
+              "lc_findpath_fentry"),
+           "nvme_requeue_work"),
+      With(Fn("__nvme_find_path_return", "nvme_core", "__nvme_find_path",
+              "lc_findpath_ret_kretprobe", "lc_findpath_ret_fexit"),
+           "nvme_requeue_work"),
       Fn("nvme_requeue_work", "nvme_core", "nvme_requeue_work", "lc_requeue_kprobe",
          "lc_requeue_fentry"),
       Fn("nvme_requeue_work_return", "nvme_core", "nvme_requeue_work", "lc_requeue_ret_kretprobe",

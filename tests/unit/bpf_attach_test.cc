@@ -102,6 +102,22 @@ TEST(BpfAttachTest, RefusedKfuncVariantIsNotReported) {
   EXPECT_EQ(plan.Find("posted")->rejected[0].second, "f_post not in BTF");
 }
 
+TEST(BpfAttachTest, AHookUselessAloneAttachesOnlyWithItsPartner) {
+  std::vector<HookSpec> hooks = {
+      {"opens", false, "m", {{Mechanism::kKprobe, "f_open", "open_kprobe"}}},
+      {"closes", false, "m", {{Mechanism::kKprobe, "f_close", "close_kprobe"}}}};
+  hooks[0].with = "closes";
+  FakeProber prober;
+  AttachPlan plan = PlanAttach(hooks, std::nullopt, prober);
+  EXPECT_EQ(plan.Programs(), (std::vector<std::string_view>{"open_kprobe", "close_kprobe"}));
+  prober.refuse = {{"close_kprobe", "no BTF for module m"}};
+  plan = PlanAttach(hooks, std::nullopt, prober);
+  EXPECT_TRUE(plan.Programs().empty());
+  ASSERT_EQ(plan.Find("opens")->rejected.size(), 1u);
+  EXPECT_EQ(plan.Find("opens")->rejected[0].first, Mechanism::kKprobe);
+  EXPECT_EQ(plan.Find("opens")->rejected[0].second, "needs closes");
+}
+
 TEST(BpfAttachTest, MissingOptionalHookIsNotFatal) {
   FakeProber prober;
   prober.refuse = {{"mid_fentry", "no BTF for somemod"}, {"mid_kprobe", "no kprobe support"}};
