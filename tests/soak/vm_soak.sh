@@ -38,7 +38,11 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$HOST_PORT']
 EOF
-"$PROM_DIR/prometheus" --config.file="$OUT/prometheus.yml" --storage.tsdb.path="$OUT/prometheus" \
+# 3.x stores the zero a restarted counter began from at its created timestamp (protobuf scrapes,
+# which the feature makes its first choice); 2.42 ingests OpenMetrics' `_created` as series.
+CT_FLAG=()
+[ "${PROM_VERSION%%.*}" -lt 3 ] || CT_FLAG=(--enable-feature=created-timestamp-zero-ingestion)
+"$PROM_DIR/prometheus" "${CT_FLAG[@]}" --config.file="$OUT/prometheus.yml" --storage.tsdb.path="$OUT/prometheus" \
   --storage.tsdb.retention.time=30d --web.listen-address="127.0.0.1:$PROM_PORT" >"$OUT/prometheus.log" 2>&1 &
 PROM_PID=$!
 trap 'kill $PROM_PID 2>/dev/null || true' EXIT
