@@ -5,8 +5,10 @@ bucket order, exemplars only on buckets and counters and at most 128 characters 
 checks it holds the same samples as the 0.0.4 text of the same state (`_created` samples and
 exemplars, which the text has no place for, aside).
 
-usage: check_openmetrics.py [--exemplars N] [--created N] OPENMETRICS_FILE TEXT_FILE
+usage: check_openmetrics.py [--exemplars N] [--created N] [--moving PREFIX]... OPENMETRICS_FILE TEXT_FILE
   --exemplars N, --created N: the exposition must hold exactly N exemplars, N _created samples
+  --moving PREFIX: series whose value may move between the two scrapes (besides the exporter's
+    own and the process's), e.g. nvmeof_rdma_ where keep-alives cross an RDMA port
 
 Exit 77 if python3-prometheus-client is not installed. Run by /usr/bin/python3: the Debian
 package installs for the system interpreter."""
@@ -38,7 +40,7 @@ def samples(families, extras=None):
     return out
 
 
-def main(om_path, text_path, want=None):
+def main(om_path, text_path, want=None, moving=()):
     with open(om_path, encoding='utf-8') as f:
         om_text = f.read()
     with open(text_path, encoding='utf-8') as f:
@@ -56,7 +58,7 @@ def main(om_path, text_path, want=None):
     missing = [k for k in plain if k not in om]
     extra = [k for k in om if k not in plain]
     # The two scrapes are moments apart: the exporter's own and the process's series move.
-    moving = ('nvmeof_exporter_', 'process_')
+    moving = ('nvmeof_exporter_', 'process_') + tuple(moving)
     differ = [k for k in om if k in plain and not k[0].startswith(moving) and
               not (om[k] == plain[k] or (om[k] != om[k] and plain[k] != plain[k]))]
     for what, keys in (('missing from OpenMetrics', missing), ('only in OpenMetrics', extra),
@@ -71,17 +73,19 @@ def main(om_path, text_path, want=None):
 
 
 def cli(argv):
-    want, args = {}, []
+    want, args, moving = {}, [], []
     while argv:
         arg = argv.pop(0)
         if arg in ('--exemplars', '--created') and argv and argv[0].isdigit():
             want[arg[2:]] = int(argv.pop(0))
+        elif arg == '--moving' and argv:
+            moving.append(argv.pop(0))
         else:
             args.append(arg)
     if len(args) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    return main(args[0], args[1], want)
+    return main(args[0], args[1], want, moving)
 
 
 if __name__ == '__main__':

@@ -133,11 +133,17 @@ class ExplainChecks:
               '%s (sectors %s); %s s a phase at QD %s'
               % (e['FAULT_PCT'], e['FAULT_MS'], e['NETDEV'], e['SLOW_DEV'], e['SLOW_SECTORS'],
                  e['PHASE_SECONDS'], e['QD']))
-        tc = os.path.join(self.dir, 'tc-phase1-on.txt')
-        tc = open(tc).read() if os.path.exists(tc) else ''
-        self.check('qdisc netem 40:' in tc and 'delay %sms' % e['FAULT_MS'] in tc,
-                   'phase 1: netem was on %s during the phase' % e['NETDEV'], tc.strip())
-        for n, kind in ((1, 'network'), (2, 'drive'), (3, 'none')):
+        phases = ((1, 'network'), (2, 'drive'), (3, 'none'))
+        if e.get('PHASE1_SKIPPED'):  # NVMe/RDMA (TRANSPORT=rdma): rxe0 on both ends of one VM
+            self.check(e.get('TRANSPORT') == 'rdma', 'SKIP phase 1 (network) on %s: %s'
+                       % (e.get('TRANSPORT'), e['PHASE1_SKIPPED']))
+            phases = phases[1:]
+        else:
+            tc = os.path.join(self.dir, 'tc-phase1-on.txt')
+            tc = open(tc).read() if os.path.exists(tc) else ''
+            self.check('qdisc netem 40:' in tc and 'delay %sms' % e['FAULT_MS'] in tc,
+                       'phase 1: netem was on %s during the phase' % e['NETDEV'], tc.strip())
+        for n, kind in phases:
             self.explain_phase(n, kind)
         self.explain_targets_auto()
         self.explain_exemplars()
@@ -210,7 +216,9 @@ class ExplainChecks:
         self.check('nvmeof_command_latency_seconds_bucket{' in text and
                    not [l for l in text.splitlines() if ' # ' in l and not l.startswith('#')],
                    '%s: the text 0.0.4 scrape has the latency buckets and no exemplar' % p)
-        r = subprocess.run(['/usr/bin/python3', CHECK_OPENMETRICS, om_path, text_path],
+        # Over NVMe/RDMA the keep-alives move rxe0's counters between the two scrapes.
+        moving = ['--moving', 'nvmeof_rdma_'] if self.env.get('TRANSPORT') == 'rdma' else []
+        r = subprocess.run(['/usr/bin/python3', CHECK_OPENMETRICS] + moving + [om_path, text_path],
                            capture_output=True, text=True)
         self.check(r.returncode == 0, '%s: check_openmetrics.py (reference parser) passes: %s'
                    % (p, (r.stdout.strip() or r.stderr.strip())[-200:]),
@@ -400,13 +408,18 @@ class ExplainChecks:
         self.check(len(io_hosts) == nh, '%s: every host record is an I/O command (qid > 0)' % p,
                    '%d of %d' % (len(io_hosts), nh))
         # Lost flight records are not told per role: together, exact; and each role alone
-        # within the lost ones.
-        self.check(nh + nt + lost == sh + st,
-                   '%s: host %d + target %d records + %d lost == %d + %d sampled (exact)'
-                   % (p, nh, nt, lost, sh, st))
-        self.check(nh <= sh <= nh + lost and nt <= st <= nt + lost,
-                   '%s: host records %d vs sampled %d, target %d vs %d, within the %d lost'
-                   % (p, nh, sh, nt, st, lost))
+        # within the lost ones. Program runs the kernel skipped (recursion: a completion in
+        # softirq, rxe's on NVMe/RDMA, nested in the same program's run on that CPU) may each
+        # have been a record's end: counted, so the records may fall short by at most them
+        # (run: 1 and 5 on 6.12 NVMe/RDMA, 0 on NVMe/TCP, where the count stays exact).
+        skipped = self.ex_delta(before, after, 'nvmeof_exporter_bpf_lost_events_total', reason='recursion') or 0
+        self.check(nh + nt + lost <= sh + st <= nh + nt + lost + skipped,
+                   '%s: host %d + target %d records + %d lost == %d + %d sampled (exact%s)'
+                   % (p, nh, nt, lost, sh, st,
+                      ', less at most %d runs the kernel skipped' % skipped if skipped else ''))
+        self.check(nh <= sh <= nh + lost + skipped and nt <= st <= nt + lost + skipped,
+                   '%s: host records %d vs sampled %d, target %d vs %d, within the %d lost%s'
+                   % (p, nh, sh, nt, st, lost, ' and %d skipped' % skipped if skipped else ''))
         self.check(sh == ios, '%s: host sampled commands +%d == fio\'s %d I/Os' % (p, sh, ios))
         if x:
             self.check(x.get('host_commands') == nh,

@@ -9,7 +9,7 @@
 # Exit status: 0 when the guest scenario and the host checks passed; non-zero otherwise, with the
 # VM's console log printed. Knobs (environment): FIO_RUNTIME (s, default 3), VM_MEM (MiB, 2048),
 # VM_CPUS (2), TCG_THREAD (multi|single), EXPORTER_ARGS (extra flags for the exporter in the
-# guest), TRANSPORT (rdma|tcp for hotload and pathfault), NVMEOF_VM_CACHE, ICOUNT=1 (single-
+# guest), TRANSPORT (rdma|tcp for hotload and pathfault; rdma for explain), NVMEOF_VM_CACHE, ICOUNT=1 (single-
 # threaded TCG with `-icount shift=0,sleep=off`: the guest clock counts guest instructions),
 # ICOUNT_IOS, ICOUNT_PATHS, ICOUNT_RWS, ICOUNT_MODES (scenario icount), SOAK_SECONDS,
 # ROUND_SECONDS (scenario soak), HOSTFWD=HOSTPORT:GUESTPORT (a virtio NIC on QEMU's user network,
@@ -203,7 +203,7 @@ APPEND="console=ttyS0 panic=-1 quiet mitigations=off rdinit=/init SCENARIO=$SCEN
 FIO_RUNTIME=$FIO_RUNTIME GUEST_TIMEOUT=$((TIMEOUT - 20))"
 # The kernel hands unknown key=value parameters to init as environment variables.
 [ -z "${EXPORTER_ARGS:-}" ] || APPEND="$APPEND EXPORTER_ARGS=\"$EXPORTER_ARGS\""
-[ -z "${TRANSPORT:-}" ] || APPEND="$APPEND TRANSPORT=$TRANSPORT" # hotload, pathfault: rdma|tcp
+[ -z "${TRANSPORT:-}" ] || APPEND="$APPEND TRANSPORT=$TRANSPORT" # hotload, pathfault, explain
 [ -z "${MECHANISMS:-}" ] || APPEND="$APPEND MECHANISMS=\"$MECHANISMS\"" # stages
 for v in ICOUNT_IOS ICOUNT_PATHS ICOUNT_RWS ICOUNT_MODES SOAK_SECONDS ROUND_SECONDS; do # icount, soak
   [ -z "${!v:-}" ] || APPEND="$APPEND $v=\"${!v}\""
