@@ -204,6 +204,24 @@ void MetricSink::SetCreated(size_t family, size_t metric, double unix_seconds) {
   auto& side = side_[family];
   side.resize(families_[family].metric.size());
   side[metric].created = unix_seconds;
+  side[metric].created_protobuf_only = false;
+}
+
+void MetricSink::CreatedForAll(double unix_seconds) {
+  if (!(std::isfinite(unix_seconds) && unix_seconds > 0)) return;
+  for (size_t f = 0; f < families_.size(); ++f) {
+    const auto type = families_[f].type;
+    if (type != prometheus::MetricType::Counter && type != prometheus::MetricType::Histogram) {
+      continue;
+    }
+    auto& side = side_[f];
+    side.resize(families_[f].metric.size());
+    for (auto& s : side) {
+      if (s.created != 0) continue;
+      s.created = unix_seconds;
+      s.created_protobuf_only = true;
+    }
+  }
 }
 
 bool MetricSink::Unique(size_t f, const Labels& labels) {

@@ -82,6 +82,10 @@ struct SeriesSide {
   // Ascending by bucket, at most one per bucket; nullptr or empty: none.
   std::shared_ptr<const std::vector<BucketExemplar>> exemplars;
   double created = 0;  // unix seconds (counters, histograms); 0 = none
+  // Served in protobuf only, not as OpenMetrics' `_created`, which a Prometheus without
+  // created-timestamp ingestion stores as a series of its own (2.x): set for every series of a
+  // collector that knows when its counts began (CreatedForAll), not only where it matters.
+  bool created_protobuf_only = false;
 };
 
 // The side data of families[family].metric[metric], or nullptr (none): what the writers take.
@@ -116,8 +120,13 @@ class MetricSink {
   // Sets the created timestamp (unix seconds) of the series added last (counter or histogram;
   // ignored otherwise, and for a value that is not finite and positive).
   void Created(double unix_seconds);
-  // The same for families()[family].metric[metric] (exporter/counter_resets.h).
+  // The same for families()[family].metric[metric] (exporter/counter_resets.h), in every
+  // exposition that has a place for it.
   void SetCreated(size_t family, size_t metric, double unix_seconds);
+  // Sets `unix_seconds` as the created timestamp of every counter and histogram series added so
+  // far that has none, in protobuf only: for a collector whose every count began at a known
+  // time (the bpf collector's programs counting since they were loaded).
+  void CreatedForAll(double unix_seconds);
 
   // The native buckets of families()[f].metric[m], or nullptr (not a histogram, or classic
   // only). Valid until the next change to the sink; families_ and side_ stay in step.

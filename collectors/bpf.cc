@@ -73,7 +73,17 @@ class BpfCollector : public Collector {
 
   std::string_view Name() const override { return "bpf"; }
 
+  // Every counter and histogram here counts from the programs' load (a series that appears
+  // later had counted nothing before): that is their created timestamp, in protobuf (the
+  // command latency's in OpenMetrics too, CollectNvmeof).
   bool Collect(MetricSink& out) override {
+    const bool ok = CollectParts(out);
+    out.CreatedForAll(loaded_at_);
+    return ok;
+  }
+
+ private:
+  bool CollectParts(MetricSink& out) {
     out.Gauge("nvmeof_exporter_bpf_available",
               "1 if eBPF stage latency is collected; else 0 and `reason` says why.",
               {{"reason", load_.availability.reason}}, load_.availability.ok ? 1 : 0);
@@ -105,7 +115,6 @@ class BpfCollector : public Collector {
     return ok;
   }
 
- private:
   // Requests end at block_io_done (6.5+, planned while every blk-mq disk had iostats on): a
   // disk whose iostats went off since (a udev rule, a tuning script) is no longer reported
   // there. Looked at every 30 s; each disk that went off is logged once.
@@ -369,10 +378,10 @@ class BpfCollector : public Collector {
   }
 
   CollectorOptions options_;
-  // When the programs were loaded: the end-to-end histograms' created timestamp (their counts
-  // start there; a series born later, a controller connected since, starts later than it says,
-  // which a created timestamp may do). Not on the stage histograms: a Prometheus without
-  // created-timestamp ingestion stores each OpenMetrics `_created` as a series of its own.
+  // When the programs were loaded: every series' created timestamp (their counts start there;
+  // one born later, a controller connected since, counted nothing before). In OpenMetrics on
+  // the end-to-end histograms only: a Prometheus without created-timestamp ingestion (2.x)
+  // stores each `_created` there as a series of its own.
   const double loaded_at_ =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   static constexpr std::chrono::seconds kExemplarWindow{15};

@@ -218,7 +218,7 @@ bool OpenMetricsCounter(const MetricFamily& family) {
 void AppendSamples(SeriesWriter& w, const MetricFamily& family, const ClientMetric& metric,
                    const SeriesSide* side, bool open_metrics, std::string* quantile) {
   const MetricType type = family.type;
-  const double created = side ? side->created : 0;
+  const double created = side && !side->created_protobuf_only ? side->created : 0;
   auto count_and_sum = [&](std::uint64_t count, double sum) {
     if (!open_metrics) {
       w.Head("_count");

@@ -364,6 +364,31 @@ TEST(ProtobufExemplarTest, ClassicBucketExemplarsAndCreatedTimestamps) {
       "");
 }
 
+TEST(ProtobufExemplarTest, CreatedForAllIsProtobufOnlyAndKeepsACollectorsOwn) {
+  MetricSink sink;
+  sink.Counter("nvmeof_c_total", "c", {}, 3);
+  AddHistogram(&sink, "a");
+  sink.Created(1733400000.5);  // the histogram's own: served in OpenMetrics too
+  sink.Gauge("nvmeof_g", "g", {}, 1);
+  sink.CreatedForAll(1733300000);
+  EXPECT_EQ(sink.SideOf(0, 0)->created, 1733300000);
+  EXPECT_TRUE(sink.SideOf(0, 0)->created_protobuf_only);
+  EXPECT_EQ(sink.SideOf(1, 0)->created, 1733400000.5);
+  EXPECT_FALSE(sink.SideOf(1, 0)->created_protobuf_only);
+  EXPECT_EQ(sink.SideOf(2, 0), nullptr);  // a gauge: none
+  const std::string om = OpenMetricsOf(sink);
+  EXPECT_EQ(om.find("nvmeof_c_created"), std::string::npos) << om;
+  EXPECT_NE(om.find("nvmeof_io_seconds_created{device=\"a\"} 1733400000.5"), std::string::npos)
+      << om;
+  const auto families = Decode(SerializeProtobuf(sink));
+  ASSERT_EQ(families.size(), 3u);
+  EXPECT_EQ(CreatedOf(families[0].metric(0).counter(), 3).seconds(), 1733300000);
+  EXPECT_EQ(CreatedOf(families[1].metric(0).histogram(), 15).seconds(), 1733400000);
+  // A reset seen later (exporter/counter_resets.h) is served everywhere.
+  sink.SetCreated(0, 0, 1733500000);
+  EXPECT_NE(OpenMetricsOf(sink).find("nvmeof_c_created 1733500000"), std::string::npos);
+}
+
 TEST(ProtobufExemplarTest, NativeHistogramsCarryTimestampedExemplars) {
   MetricSink sink;
   AddHistogram(&sink, "native", Native(false));
