@@ -180,10 +180,12 @@ snapshot() {
 	sysfs_counters "$1-post"
 }
 
+# SIGPIPE ignored: nvme-tcp may send from the submitting task, and on a path whose socket the
+# target closed (a port taken away) that send signals the task (scenarios/soak.sh).
 run_fio() { # NAME DEV RUNTIME
-	fio --name="$1" --filename="$2" --rw=randrw --rwmixread=70 --bs=4k --direct=1 \
+	(trap '' PIPE && exec fio --name="$1" --filename="$2" --rw=randrw --rwmixread=70 --bs=4k --direct=1 \
 		--ioengine=libaio --iodepth=16 --runtime="$3" --time_based \
-		--output-format=json --output="$R/fio-$1.json" || fail "fio $1"
+		--output-format=json --output="$R/fio-$1.json") || fail "fio $1"
 	mark "fio_$1_done"
 }
 
