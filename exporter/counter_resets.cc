@@ -6,7 +6,7 @@
 
 namespace nvmeof {
 
-void CounterResets::Mark(MetricSink* run, double run_started) {
+void CounterResets::Mark(MetricSink* run, double run_ended) {
   const auto& families = run->families();
   for (size_t f = 0; f < families.size(); ++f) {
     const auto& family = families[f];
@@ -22,18 +22,18 @@ void CounterResets::Mark(MetricSink* run, double run_started) {
       Series& s = it->second;
       if (!added && value < s.value && previous_run_ > 0) s.created = previous_run_;
       s.value = value;
-      s.seen = run_started;
+      s.seen = run_ended;
       if (s.created == 0) continue;
       // A collector's own created timestamp stands unless a reset came after it.
       const SeriesSide* side = run->SideOf(f, m);
       run->SetCreated(f, m, std::max(s.created, side ? side->created : 0.0));
     }
   }
-  previous_run_ = run_started;
-  if (run_started - last_sweep_ < kForgetAfterSeconds / 4) return;
-  last_sweep_ = run_started;
+  previous_run_ = run_ended;
+  if (run_ended - last_sweep_ < kForgetAfterSeconds / 4) return;
+  last_sweep_ = run_ended;
   std::erase_if(series_,
-                [&](const auto& kv) { return run_started - kv.second.seen > kForgetAfterSeconds; });
+                [&](const auto& kv) { return run_ended - kv.second.seen > kForgetAfterSeconds; });
 }
 
 }  // namespace nvmeof

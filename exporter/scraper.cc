@@ -117,10 +117,10 @@ void Work(std::shared_ptr<Scraper::Slot> slot) {
     }
     slot->requested = false;
     lock.unlock();
-    const double started =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     auto result = std::make_shared<Result>(RunOne(*slot->collector));
-    slot->resets.Mark(&result->sink, started);
+    slot->resets.Mark(
+        &result->sink,
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     lock.lock();
     if (slot->overdue) {
       LogWarn("collector returned after its scrape deadline",

@@ -1,6 +1,6 @@
 // Created timestamps for counters that restart (exporter/counter_resets.h): a series that goes
-// down is served from then on with its collector's run before as its created time; nothing else
-// gets one it did not have.
+// down is served from then on with the end of its collector's run before as its created time;
+// nothing else gets one it did not have.
 #include "exporter/counter_resets.h"
 
 #include <gtest/gtest.h>
