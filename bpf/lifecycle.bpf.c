@@ -30,7 +30,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Module types, declared locally (not in the build machine's vmlinux.h); CO-RE finds their
  * fields in the module BTF at load. Checked against Debian 6.1.0-57 and 6.12.117: the same
  * fields in both. Enums are declared as enums: libbpf does not relocate an int onto an enum. */
-enum nvme_ctrl_state___lc { NVME_CTRL_NEW___lc = 0 };
+enum nvme_ctrl_state___lc { NVME_CTRL_NEW___lc = 0, NVME_CTRL_DELETING___lc = 4 };
 enum rdma_cm_event_type___lc { RDMA_CM_EVENT_ADDR_RESOLVED___lc = 0 };
 
 struct nvmf_ctrl_options___lc {
@@ -43,6 +43,7 @@ struct nvme_ctrl___lc {
   enum nvme_ctrl_state___lc state;
   int instance;
   struct nvmf_ctrl_options___lc* opts;
+  __u32 nanagrpid; /* CONFIG_NVME_MULTIPATH */
 } __attribute__((preserve_access_index));
 
 /* A multipath head (CONFIG_NVME_MULTIPATH): its disk, and the I/O it requeued for want of a
@@ -152,7 +153,8 @@ struct {
  * every group at every ANA log read (a change notice, a failed-over ANA error, a reconnect),
  * mostly repeating the state, so only a change is counted. Keyed by the controller's address,
  * not its instance number: a new controller that reuses a deleted one's number counts its
- * first states. LRU: entries of deleted controllers age out. */
+ * first states. A controller's entries go when it is deleted (forget_ana), since a new one may
+ * be allocated at its address; LRU for groups past the first 16. */
 struct lc_ana_key {
   __u64 ctrl;
   __u32 grpid;
@@ -313,6 +315,22 @@ static __always_inline void on_cm_event(void* id_priv, void* event) {
 
 /* ---- host ---- */
 
+/* A controller being deleted: its groups' last ANA states go (lc_ana_last), so a controller
+ * allocated later at the same address counts its first states (as one at a new address does)
+ * instead of inheriting these. Group ids run 1..nanagrpid; the first 16 are forgotten, the rest
+ * age out of the LRU. */
+static __always_inline void forget_ana(struct nvme_ctrl___lc* ctrl) {
+  struct lc_ana_key key = {.ctrl = (__u64)ctrl};
+  __u32 n, g;
+  if (!bpf_core_field_exists(ctrl->nanagrpid)) return;
+  n = BPF_CORE_READ(ctrl, nanagrpid);
+#pragma unroll
+  for (g = 1; g <= 16; g++) {
+    key.grpid = g;
+    if (g <= n) bpf_map_delete_elem(&lc_ana_last, &key);
+  }
+}
+
 static __always_inline void on_state_entry(void* ctrl, __u32 new_state) {
   struct lc_stash* s = stash_new(FN_STATE);
   if (!s) return;
@@ -333,7 +351,10 @@ static __always_inline void on_state_exit(long ret) {
   to = s->state;
   stash_drop(FN_STATE);
   /* A bool: only the low byte is the return value. */
-  if (!(ret & 0xff) || !ctrl || !(k = new_key(NVMEOF_LC_STATE))) return;
+  if (!(ret & 0xff) || !ctrl) return;
+  if (to == bpf_core_enum_value(enum nvme_ctrl_state___lc, NVME_CTRL_DELETING___lc))
+    forget_ana(ctrl);
+  if (!(k = new_key(NVMEOF_LC_STATE))) return;
   k->a = (__u32)BPF_CORE_READ(ctrl, instance);
   k->b = from;
   k->c = to;
