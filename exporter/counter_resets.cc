@@ -17,11 +17,17 @@ void CounterResets::Mark(MetricSink* run, double run_ended) {
       const auto& metric = family.metric[m];
       const double value =
           counter ? metric.counter.value : static_cast<double>(metric.histogram.sample_count);
+      const double sum = counter ? 0 : metric.histogram.sample_sum;
       const std::uint64_t key = LabelHash(metric.label) ^ (name * 0x9e3779b97f4a7c15ULL);
       auto [it, added] = series_.try_emplace(key);
       Series& s = it->second;
-      if (!added && value < s.value && previous_run_ > 0) s.created = previous_run_;
+      // A histogram's sum only grows with its count (latencies are not negative): a new
+      // object's buckets can be lower at an equal or larger count (the VM soak: a bucket 1 -> 0
+      // at an equal count), and its sum then tells.
+      const bool reset = value < s.value || sum < s.sum || (value == s.value && sum != s.sum);
+      if (!added && reset && previous_run_ > 0) s.created = previous_run_;
       s.value = value;
+      s.sum = sum;
       s.seen = run_ended;
       if (s.created == 0) continue;
       // A collector's own created timestamp stands unless a reset came after it.

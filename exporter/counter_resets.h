@@ -13,10 +13,10 @@
 // start was created.
 //
 // One per collector: a collector's runs are serial, so the values it compares are in order even
-// when concurrent scrapes share or overlap runs. Histograms compare their count. State per
+// when concurrent scrapes share or overlap runs. Histograms compare their count and sum. State per
 // series (name and labels, hashed): its last value and created time; series not served for an
 // hour are forgotten, so the memory is bounded by the series a collector served in the last
-// hour (32 bytes each, plus the hash table's).
+// hour (40 bytes each, plus the hash table's).
 #pragma once
 
 #include <cstdint>
@@ -38,7 +38,8 @@ class CounterResets {
 
  private:
   struct Series {
-    double value = 0;
+    double value = 0;    // a counter's value, a histogram's count
+    double sum = 0;      // a histogram's sum
     double created = 0;  // 0: none seen
     double seen = 0;     // the last run that served it
   };

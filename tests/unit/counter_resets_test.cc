@@ -89,6 +89,24 @@ TEST(CounterResetsTest, HistogramsCompareTheirCount) {
   EXPECT_EQ(CreatedOf(s, "nvmeof_h_seconds", {}), 1000);
 }
 
+// A new object whose count is not lower: its sum tells (a sum never falls, and does not move
+// at an equal count).
+MetricSink OneHistogram(CounterResets* r, double at, std::uint64_t count, double sum) {
+  MetricSink sink;
+  sink.Histogram("nvmeof_h_seconds", "h", {}, {0.1}, {count}, count, sum);
+  r->Mark(&sink, at);
+  return sink;
+}
+
+TEST(CounterResetsTest, HistogramsCompareTheirSumToo) {
+  CounterResets r;
+  OneHistogram(&r, 1000, 1, 0.25);
+  EXPECT_EQ(CreatedOf(OneHistogram(&r, 1015, 1, 0.25), "nvmeof_h_seconds", {}), 0);  // idle
+  EXPECT_EQ(CreatedOf(OneHistogram(&r, 1030, 3, 0.5), "nvmeof_h_seconds", {}), 0);   // grew
+  EXPECT_EQ(CreatedOf(OneHistogram(&r, 1045, 3, 0.01), "nvmeof_h_seconds", {}), 1030);
+  EXPECT_EQ(CreatedOf(OneHistogram(&r, 1060, 5, 0.001), "nvmeof_h_seconds", {}), 1045);
+}
+
 TEST(CounterResetsTest, ACollectorsOwnCreatedStandsUnlessAResetCameLater) {
   CounterResets r;
   for (double at : {1000.0, 1015.0, 1030.0}) {
