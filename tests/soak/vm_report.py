@@ -151,7 +151,17 @@ def main():
         return r[0][1] if r else []
 
     dur = series('scrape_duration_seconds{job="nvmeof"}')
+    # Samples per scrape less the `_created` lines a 2.x Prometheus stores as series (one per
+    # series after its first reset: bounded by the series, and growing as the churn reaches
+    # each one), so that this figure is the exporter's series.
     samples = series('scrape_samples_scraped{job="nvmeof"}')
+    created_n = {}
+    d = prom.get('/api/v1/query_range', query='count({job="nvmeof",__name__=~".+_created"})',
+                 start=t0, end=t1, step=a.interval)
+    for r in d['result']:
+        created_n = {round(float(t)): float(v) for t, v in r['values']}
+    if created_n:
+        samples = [(t, v - created_n.get(round(t), created_n.get(round(t) - 1, 0))) for t, v in samples]
     rss = series('process_resident_memory_bytes{job="nvmeof"}')
     fds = series('process_open_fds{job="nvmeof"}')
     say('scrape duration: p50 %.3f s, p99 %.3f s, max %.3f s (timeout 10 s)'
