@@ -5,69 +5,41 @@ with exemplars <= 1.1x without, in the default text and protobuf).
   tests/bench/exemplar_bytes.py SCRAPE.pb [SCRAPE.om]
 
 SCRAPE.pb: a protobuf scrape (delimited io.prometheus.client.MetricFamily). Walks the wire
-format (no protobuf library) and sums the bytes of every exemplar (Bucket.exemplar, field 3;
+format (tests/pylib/testlib.py) and sums the bytes of every exemplar (Bucket.exemplar, field 3;
 Histogram.exemplars, field 16) and created timestamp (Counter field 3, Histogram field 15),
 each with its tag and length, then prints the body's size with and without them. SCRAPE.om: an
 OpenMetrics scrape; the same for its exemplars (` # {...} v t` after a sample) and `_created`
 lines. Text 0.0.4 carries neither (docs/metrics.md): it is the same body with or without.
 """
+import os
 import sys
 
-
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if not c & 0x80:
-            return v, i
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from testlib import delimited, field, fields  # noqa: E402
 
 
-def fields(b):
-    """(field number, wire type, payload bytes or None, bytes the field takes)"""
-    i = 0
-    while i < len(b):
-        start = i
-        key, i = varint(b, i)
-        num, wt = key >> 3, key & 7
-        payload = None
-        if wt == 0:
-            _, i = varint(b, i)
-        elif wt == 1:
-            i += 8
-        elif wt == 5:
-            i += 4
-        elif wt == 2:
-            n, i = varint(b, i)
-            payload = b[i:i + n]
-            i += n
-        else:
-            raise ValueError('wire type %d' % wt)
-        yield num, wt, payload, i - start
+def size(num, payload):
+    """Bytes a length-delimited field takes: its key, its length and the payload."""
+    return len(field(num, 2, payload))
 
 
 def protobuf(body):
-    total, ex, created, i = len(body), 0, 0, 0
-    while i < len(body):
-        n, i = varint(body, i)
-        family = body[i:i + n]
-        i += n
-        for num, _, metric, _ in fields(family):
+    total, ex, created = len(body), 0, 0
+    for family in delimited(body):
+        for num, _, metric in fields(family):
             if num != 4:
                 continue
-            for mnum, _, m, _ in fields(metric):
+            for mnum, _, m in fields(metric):
                 if mnum == 3:  # counter
-                    created += sum(size for f, _, _, size in fields(m) if f == 3)
+                    created += sum(size(f, p) for f, _, p in fields(m) if f == 3)
                 elif mnum == 7:  # histogram
-                    for f, _, p, size in fields(m):
+                    for f, _, p in fields(m):
                         if f == 16:
-                            ex += size
+                            ex += size(f, p)
                         elif f == 15:
-                            created += size
+                            created += size(f, p)
                         elif f == 3:  # a bucket
-                            ex += sum(s for bf, _, _, s in fields(p) if bf == 3)
+                            ex += sum(size(bf, bp) for bf, _, bp in fields(p) if bf == 3)
     return total, ex, created
 
 
