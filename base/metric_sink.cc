@@ -38,6 +38,12 @@ bool Servable(double value, prometheus::MetricType type) {
   return std::isfinite(value) || type == prometheus::MetricType::Gauge;
 }
 
+// A created timestamp belongs on a counter or histogram, and is a time (finite, after 1970).
+bool CreatedFits(prometheus::MetricType type, double unix_seconds) {
+  return std::isfinite(unix_seconds) && unix_seconds > 0 &&
+         (type == prometheus::MetricType::Counter || type == prometheus::MetricType::Histogram);
+}
+
 // UTF-8 characters (code points) in a valid UTF-8 string: the bytes that start one.
 size_t Utf8Chars(std::string_view s) {
   size_t n = 0;
@@ -186,19 +192,13 @@ bool MetricSink::ExemplarOk(Exemplar* e) {
 }
 
 void MetricSink::Created(double unix_seconds) {
-  if (last_.family == kNone || !(std::isfinite(unix_seconds) && unix_seconds > 0)) return;
-  if (last_.type != prometheus::MetricType::Counter &&
-      last_.type != prometheus::MetricType::Histogram) {
-    return;
-  }
+  if (last_.family == kNone || !CreatedFits(last_.type, unix_seconds)) return;
   LastSide().created = unix_seconds;
 }
 
 void MetricSink::SetCreated(size_t family, size_t metric, double unix_seconds) {
-  if (family >= families_.size() || metric >= families_[family].metric.size()) return;
-  const auto type = families_[family].type;
-  if (!(std::isfinite(unix_seconds) && unix_seconds > 0) ||
-      (type != prometheus::MetricType::Counter && type != prometheus::MetricType::Histogram)) {
+  if (family >= families_.size() || metric >= families_[family].metric.size() ||
+      !CreatedFits(families_[family].type, unix_seconds)) {
     return;
   }
   auto& side = side_[family];
@@ -208,12 +208,8 @@ void MetricSink::SetCreated(size_t family, size_t metric, double unix_seconds) {
 }
 
 void MetricSink::CreatedForAll(double unix_seconds) {
-  if (!(std::isfinite(unix_seconds) && unix_seconds > 0)) return;
   for (size_t f = 0; f < families_.size(); ++f) {
-    const auto type = families_[f].type;
-    if (type != prometheus::MetricType::Counter && type != prometheus::MetricType::Histogram) {
-      continue;
-    }
+    if (!CreatedFits(families_[f].type, unix_seconds)) continue;
     auto& side = side_[f];
     side.resize(families_[f].metric.size());
     for (auto& s : side) {
