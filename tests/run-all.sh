@@ -102,7 +102,7 @@ fi
 # tool twice (reproducible within 1%). SKIP_ICOUNT=1 skips it. It runs beside the fuzzers: both
 # are single-threaded, the fuzzers are bounded by time and icount's figures by instructions, so
 # neither result depends on the other's load (CI time: about 6 min saved).
-gate_pid= gate_log=$(mktemp)
+gate_pid="" gate_log=$(mktemp)
 if [ "${SKIP_VM:-0}" != 1 ] && [ "${SKIP_ICOUNT:-0}" != 1 ] && [ -x tests/vm/run-suite.sh ]; then
   tests/vm/install-deps.sh 6.12 >/dev/null
   ( t0=$(date +%s); rc=0
@@ -144,5 +144,10 @@ if [ -n "$soak_pid" ]; then
     *) echo "run-all: soak FAILED ($soak_rc)" >&2; exit 1 ;;
   esac
 fi
-[ "$gate_rc" = 0 ] || exit 1
+# The last line names what failed: CI keeps only the end of a long printout.
+if [ "$gate_rc" != 0 ]; then
+  echo "run-all: FAILED: the icount gate (rc=$gate_rc; its log is printed above, after the fuzzers)" >&2
+  exit 1
+fi
+[ "$vm_rc" = 0 ] || echo "run-all: FAILED: the VM suite (rc=$vm_rc; its summary above)" >&2
 exit "$vm_rc"

@@ -37,6 +37,9 @@ if [ "${ICOUNT_GATE:-0}" = 1 ]; then
   export ICOUNT_BOOTS=${ICOUNT_BOOTS:-3}
 fi
 export ICOUNT_IOS=${ICOUNT_IOS:-4000}
+# The logs go beside OUT, whose parent a clean machine may not have yet (the CI gate runs before
+# the VM suite makes /tmp/nvmeof-vm).
+mkdir -p "$OUT"
 BOOTS=${ICOUNT_BOOTS:-1}
 rc=0
 for k in $KERNELS; do
