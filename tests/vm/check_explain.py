@@ -134,20 +134,17 @@ class ExplainChecks:
               % (e['FAULT_PCT'], e['FAULT_MS'], e['NETDEV'], e['SLOW_DEV'], e['SLOW_SECTORS'],
                  e['PHASE_SECONDS'], e['QD']))
         phases = ((1, 'network'), (2, 'drive'), (3, 'none'))
-        if e.get('PHASE1_SKIPPED'):  # NVMe/RDMA (TRANSPORT=rdma): rxe0 on both ends of one VM
-            self.check(e.get('TRANSPORT') == 'rdma', 'SKIP phase 1 (network) on %s: %s'
-                       % (e.get('TRANSPORT'), e['PHASE1_SKIPPED']))
-            phases = phases[1:]
-        else:
-            tc = os.path.join(self.dir, 'tc-phase1-on.txt')
-            tc = open(tc).read() if os.path.exists(tc) else ''
-            self.check('qdisc netem 40:' in tc and 'delay %sms' % e['FAULT_MS'] in tc,
-                       'phase 1: netem was on %s during the phase' % e['NETDEV'], tc.strip())
+        tc = os.path.join(self.dir, 'tc-phase1-on.txt')
+        tc = open(tc).read() if os.path.exists(tc) else ''
+        self.check('qdisc netem 40:' in tc and 'delay %sms' % e['FAULT_MS'] in tc,
+                   'phase 1: netem was on %s during the phase' % e['NETDEV'], tc.strip())
         for n, kind in phases:
             self.explain_phase(n, kind)
         self.explain_targets_auto()
         self.explain_exemplars()
         self.exporter_alive()
+
+    scenario_explain_rdma = scenario_explain  # explain.sh with TRANSPORT=rdma
 
     def ex_text(self, name):
         path = os.path.join(self.dir, name)
@@ -256,8 +253,8 @@ class ExplainChecks:
 
     def explain_targets_auto(self):
         """Phase 3 again with --host only and --targets auto: the target exporter found from the
-        host's controller (traddr 10.10.10.1, the host URL's port) answered, and the same host
-        commands joined as with --target given."""
+        host's controller (its traddr: TRADDR, 10.10.10.2 over NVMe/RDMA; the host URL's port)
+        answered, and the same host commands joined as with --target given."""
         p = 'phase 3 --targets auto'
         path = os.path.join(self.dir, 'phase3-auto-exit-code')
         rc = open(path).read().strip() if os.path.exists(path) else '<missing>'
@@ -270,7 +267,7 @@ class ExplainChecks:
         targets = [s for s in x.get('sources', []) if s.get('role') == 'target']
         print('info %s: sources %s' % (p, json.dumps(x.get('sources'))))
         self.check(len(targets) == 1 and targets[0].get('ok') and
-                   '10.10.10.1:10420' in targets[0].get('url', ''),
+                   '%s:10420' % self.env['TRADDR'] in targets[0].get('url', ''),
                    '%s: one target source, derived from the controller\'s address, answered' % p,
                    json.dumps(targets))
         hc, joined = x.get('host_commands', 0), x.get('joined', 0)

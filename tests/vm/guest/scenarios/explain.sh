@@ -24,11 +24,13 @@
 # (phaseN.json, phaseN.txt), scrape (metrics-phaseN-post). check_explain.py checks it.
 # After phase 2's fio, before its record fetches (the recorder holds the faulted commands), the
 # exemplars (exemplar_capture below).
-# TRANSPORT=rdma (run.sh's environment; not in the suite): the same over NVMe/RDMA (port 1,
-# 4420, rxe0), phases 2 and 3 only. Phase 1 is skipped, named: host and target share this VM's
-# rxe0, and rxe hands a packet for its own MAC address straight to its receive path
-# (rxe_loopback), so no qdisc ever sees an NVMe/RDMA packet here; a network fault needs the two
-# ends in two network namespaces or two VMs.
+# TRANSPORT=rdma (scenario explain_rdma, in the suite): the same over NVMe/RDMA (port 1,
+# 4420). One rxe device for both ends would hand every packet straight to its own receive path
+# (rxe_loopback), and two network namespaces cannot help (nvme-rdma and nvmet-rdma make their
+# rdma_cm IDs in init_net), so the ends are two rxe devices on the two ends of the veth pair:
+# the host's rxe0 on veth0 (10.10.10.1), the target's rxe1 on veth1 (TARGET_IP), with policy
+# routing (rdma_two_ends) that sends each end's packets for the other through the pair instead
+# of lo. Phase 1's netem is then on veth1, the target's side of the link, on RoCEv2 (UDP 4791).
 . /opt/vm/lib.sh
 # Debian's busybox-static runs its own applets first, and its tc knows no netem.
 tc() { /usr/sbin/tc "$@"; }
@@ -71,7 +73,47 @@ drive_fault() { # on|off: reload the table (suspend, load, resume)
 }
 
 TRANSPORT=${TRANSPORT:-tcp}
-if [ "$TRANSPORT" = rdma ]; then PORT_ID=1 SVC=4420; else PORT_ID=2 SVC=4421; fi
+HOST_IP=$IP TARGET_IP=10.10.10.2
+# rdma_two_ends: the target's end on veth1 with its own address and rxe1; the local table's rule
+# moved after rules that route A -> B out of veth0 and B -> A out of veth1 (never for a packet
+# that arrives), each end's neighbour set, and a local source accepted on arrival.
+rdma_two_ends() {
+	local t
+	ip addr add $TARGET_IP/32 dev veth1 &&
+		rdma link add rxe1 type rxe netdev veth1 || return 1
+	deadline 20
+	while ! grep -q ACTIVE /sys/class/infiniband/rxe1/ports/1/state 2>/dev/null; do
+		before_deadline || { fail "rxe1 port 1 not ACTIVE"; return 1; }
+		sleep 0.1
+	done
+	for t in all veth0 veth1; do
+		echo 1 >/proc/sys/net/ipv4/conf/$t/accept_local && echo 0 >/proc/sys/net/ipv4/conf/$t/rp_filter || return 1
+	done
+	# iif lo: packets sent here (rxe, rdma_cm's address resolution); oif: lookups bound to the
+	# end's netdev without being output (rdma_cm's check of a connect request's addresses,
+	# validate_net_dev, which else finds no route from B to A through veth1 and rejects it).
+	ip rule add pref 10 iif lo from "$HOST_IP" to $TARGET_IP lookup 100 &&
+		ip rule add pref 11 iif lo from $TARGET_IP to "$HOST_IP" lookup 101 &&
+		ip rule add pref 12 oif veth0 from "$HOST_IP" to $TARGET_IP lookup 100 &&
+		ip rule add pref 13 oif veth1 from $TARGET_IP to "$HOST_IP" lookup 101 &&
+		ip route add $TARGET_IP/32 dev veth0 src "$HOST_IP" table 100 &&
+		ip route add "$HOST_IP"/32 dev veth1 src $TARGET_IP table 101 &&
+		ip rule add pref 1000 lookup local && ip rule del pref 0 lookup local &&
+		ip neigh replace $TARGET_IP lladdr "$(cat /sys/class/net/veth1/address)" dev veth0 nud permanent &&
+		ip neigh replace "$HOST_IP" lladdr "$(cat /sys/class/net/veth0/address)" dev veth1 nud permanent || return 1
+	{ ip rule; ip route get $TARGET_IP from "$HOST_IP"; ip route get "$HOST_IP" from $TARGET_IP; } >"$R/rdma-two-ends.txt" 2>&1
+	conf TARGET_RXE_DEV rxe1
+	conf HOST_TRADDR "$HOST_IP"
+}
+CONNECT_OPTS=
+if [ "$TRANSPORT" = rdma ]; then
+	PORT_ID=1 SVC=4420
+	rdma_two_ends || die "rxe1 on veth1 and routes between the ends"
+	IP=$TARGET_IP # setup_target's and connect's address
+	CONNECT_OPTS="--host-traddr=$HOST_IP"
+else
+	PORT_ID=2 SVC=4421
+fi
 setup_target "$TRANSPORT" $PORT_ID $SVC $NQN /dev/nullb0 || die "nvmet $TRANSPORT"
 s=$CFG/subsystems/$NQN/namespaces/2
 mkdir "$s" && printf %s "$SLOW_DEV" >"$s/device_path" && echo 1 >"$s/enable" || die "nvmet namespace 2"
@@ -83,7 +125,8 @@ EXPORTER_START_TIMEOUT=180
 LISTEN=0.0.0.0:10420
 EXPORTER_ARGS="--config.file=/tmp/explain-exporter.yml" start_exporter || die "exporter start"
 
-connect "$TRANSPORT" $SVC $NQN || die "nvme connect"
+# shellcheck disable=SC2086 # CONNECT_OPTS: none, or one word
+connect "$TRANSPORT" $SVC $NQN $CONNECT_OPTS || die "nvme connect"
 DEV1='' DEV2=''
 deadline 30
 while [ -z "$DEV1" ] || [ -z "$DEV2" ]; do
@@ -99,15 +142,24 @@ conf FAST_DEV "$DEV1"
 conf SLOW_NS_DEV "$DEV2"
 echo "fast $DEV1 (nullb0), slow $DEV2 ($SLOW_DEV)"
 
-# The NVMe/TCP connection's packets: where the kernel routes the target's address (in this VM
-# a local address, so lo, not veth0).
-NETDEV=$(ip route get $IP | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -n 1)
-ip route get $IP >"$R/route.txt"
+# The target's packets: NVMe/TCP's where the kernel routes the target's address (in this VM a
+# local address, so lo, not veth0), from TCP port 4421; NVMe/RDMA's out of veth1, RoCEv2's UDP
+# port 4791 (rdma_two_ends).
+if [ "$TRANSPORT" = rdma ]; then
+	NETDEV=veth1 MATCH="match ip protocol 17 0xff match ip dport 4791 0xffff"
+	ip route get "$HOST_IP" from $TARGET_IP >"$R/route.txt"
+else
+	NETDEV=$(ip route get $IP | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -n 1)
+	MATCH="match ip sport 4421 0xffff"
+	ip route get $IP >"$R/route.txt"
+fi
 conf NETDEV "$NETDEV"
+conf NET_FAULT_MATCH "$MATCH"
 net_fault_on() {
+	# shellcheck disable=SC2086 # MATCH: u32's words
 	tc qdisc add dev "$NETDEV" root handle 1: prio bands 4 &&
 		tc qdisc add dev "$NETDEV" parent 1:4 handle 40: netem delay "${FAULT_MS}ms" reorder "$((100 - FAULT_PCT))%" &&
-		tc filter add dev "$NETDEV" parent 1: protocol ip prio 1 u32 match ip sport 4421 0xffff flowid 1:4 ||
+		tc filter add dev "$NETDEV" parent 1: protocol ip prio 1 u32 $MATCH flowid 1:4 ||
 		fail "netem on $NETDEV"
 	tc qdisc show dev "$NETDEV" >"$R/tc-phase1-on.txt" 2>&1
 	cat "$R/tc-phase1-on.txt"
@@ -145,19 +197,20 @@ exemplar_capture() {
 	done
 	mark exemplars_done
 }
-# phase N DEV: one phase, the fault already set by the caller.
+# phase N DEV [SECONDS]: one phase, the fault already set by the caller.
 phase() {
-	local n=$1 dev=$2 qd=$QD since now rc
+	local n=$1 dev=$2 secs=${3:-$PHASE_SECONDS} qd=$QD since now rc
 	scrape "phase$n-pre"
 	sleep 3
 	since=$(date +%s) # whole seconds: up to 1 s earlier, in the idle pause
 	conf "PHASE${n}_SINCE" "$since"
 	conf "PHASE${n}_DEV" "$dev"
 	conf "PHASE${n}_QD" "$qd"
+	conf "PHASE${n}_SECONDS" "$secs"
 	mark "phase${n}_fio"
 	fio --name="phase$n" --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
 		--iodepth="$qd" --numjobs=2 --cpus_allowed=0,1 --cpus_allowed_policy=split --group_reporting \
-		--runtime="$PHASE_SECONDS" --time_based --size=1g \
+		--runtime="$secs" --time_based --size=1g \
 		--output-format=json --output="$R/fio-phase$n.json" || fail "fio phase $n"
 	mark "phase${n}_fio_done"
 	sleep 1 # the exporter's reader drains its ring every 100 ms
@@ -189,13 +242,12 @@ phase() {
 }
 
 mark phase1
-if [ "$TRANSPORT" = rdma ]; then
-	conf PHASE1_SKIPPED "rxe loops packets for its own MAC back without a qdisc (rxe_loopback)"
-else
-	net_fault_on
-	phase 1 "$DEV1"
-	net_fault_off
-fi
+net_fault_on
+# Over NVMe/RDMA the fault stalls more commands than it delays packets (about 5% for 2%: a
+# response's last packet or an ACK, which nothing follows for RC to recover by a NAK), so a
+# phase's commands are fewer; twice the time keeps its p99 tail at 20 commands or more.
+if [ "$TRANSPORT" = rdma ]; then phase 1 "$DEV1" $((PHASE_SECONDS * 2)); else phase 1 "$DEV1"; fi
+net_fault_off
 
 mark phase2
 drive_fault on >"$R/dm-table-phase2.txt" 2>&1
