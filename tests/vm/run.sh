@@ -59,6 +59,7 @@ SCALE=1
 [ "$SCENARIO" = faults ] && SCALE=2
 [ "$SCENARIO" = record ] && SCALE=2  # an exporter, two recordings and top: 70-260 s
 [ "$SCENARIO" = lifecycle ] && SCALE=2  # a path fault, 15 s without a link, reconnects, rmmod
+case $SCENARIO in explain*) SCALE=2 ;; esac  # three fio phases (80-100 s), fetches and explains: 130-190 s
 # `faults` detaches BPF trampolines (the SIGKILL) while the other vCPU runs the patched
 # functions. Under multi-threaded TCG that vCPU ran a stale int3 of the kernel's text_poke_bp
 # ("Oops: int3" at nvmet_rdma_send_done+0x5, and with kprobes NULL calls) in about 1 of 4 runs,
