@@ -45,16 +45,21 @@ load_modules() {
 }
 
 # rxe0 on veth0 (10.10.10.1/24); NVMe/RDMA and NVMe/TCP both use that address, in this VM only.
+# rxe_add NAME NETDEV: a soft-RoCE device on NETDEV, its port 1 ACTIVE within 20 s.
+rxe_add() {
+	rdma link add "$1" type rxe netdev "$2" || return 1
+	deadline 20
+	while ! grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; do
+		before_deadline || { fail "$1 port 1 not ACTIVE"; return 1; }
+		sleep 0.1
+	done
+}
+
 setup_net() {
 	ip link add veth0 type veth peer name veth1 || return 1
 	ip addr add $IP/24 dev veth0
 	ip link set veth0 up && ip link set veth1 up
-	rdma link add rxe0 type rxe netdev veth0 || return 1
-	deadline 20
-	while ! grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; do
-		before_deadline || { fail "rxe0 port 1 not ACTIVE"; return 1; }
-		sleep 0.1
-	done
+	rxe_add rxe0 veth0 || return 1
 	conf RXE_DEV rxe0
 	conf RXE_PORT 1
 	conf RXE_NETDEV veth0

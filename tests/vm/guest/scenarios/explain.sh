@@ -79,13 +79,7 @@ HOST_IP=$IP TARGET_IP=10.10.10.2
 # that arrives), each end's neighbour set, and a local source accepted on arrival.
 rdma_two_ends() {
 	local t
-	ip addr add $TARGET_IP/32 dev veth1 &&
-		rdma link add rxe1 type rxe netdev veth1 || return 1
-	deadline 20
-	while ! grep -q ACTIVE /sys/class/infiniband/rxe1/ports/1/state 2>/dev/null; do
-		before_deadline || { fail "rxe1 port 1 not ACTIVE"; return 1; }
-		sleep 0.1
-	done
+	ip addr add $TARGET_IP/32 dev veth1 && rxe_add rxe1 veth1 || return 1
 	for t in all veth0 veth1; do
 		echo 1 >/proc/sys/net/ipv4/conf/$t/accept_local && echo 0 >/proc/sys/net/ipv4/conf/$t/rp_filter || return 1
 	done
