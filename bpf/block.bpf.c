@@ -148,7 +148,7 @@ static __always_inline void on_complete(struct request* rq, __u32 nr_bytes, bool
   /* Partial completions come first with nr_bytes < the bytes left; count the final one. */
   if (nr_bytes < NVMEOF_READ(direct, rq, __data_len)) return;
 
-  k.dev = nvmeof_rq_devt(rq, direct);
+  k.disk = nvmeof_rq_disk_key(rq, direct);
   k.op = nvmeof_rq_op(rq, direct);
   kw = nvmeof_block_key_word(&k);
   c = count_slot(&count_slots, &kw, 1);

@@ -30,13 +30,13 @@ enum nvmeof_block_counter {
 };
 
 struct nvmeof_block_key {
-  unsigned int dev; /* kernel dev_t of the disk: major << 20 | minor */
+  unsigned int disk; /* the disk's diskseq (5.15+), else its dev_t (core_shims.h) */
   unsigned int op;  /* enum nvmeof_block_op */
 };
 
-/* The key as one word, for its count slot (count_cache.h): dev low, op high. */
+/* The key as one word, for its count slot (count_cache.h): disk low, op high. */
 static inline unsigned long long nvmeof_block_key_word(const struct nvmeof_block_key* k) {
-  return (unsigned long long)k->op << 32 | k->dev;
+  return (unsigned long long)k->op << 32 | k->disk;
 }
 
 struct nvmeof_block_hist {

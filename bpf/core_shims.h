@@ -18,22 +18,34 @@ struct request___old {
 
 #define NVMEOF_READ(direct, src, field) ((direct) ? (src)->field : BPF_CORE_READ((src), field))
 
-/* dev_t of the whole disk (what block tracepoints print), 0 if the request has none. */
-static __always_inline __u32 nvmeof_rq_devt(struct request* rq, bool direct) {
+/* gendisk.diskseq (5.15, "block: add a sequence number to disks"): a number the kernel gives
+ * each disk it makes, never reused before a reboot. */
+struct gendisk___diskseq {
+  __u64 diskseq;
+} __attribute__((preserve_access_index));
+
+#define NVMEOF_DISK_KEY(disk, read)                                            \
+  (bpf_core_field_exists(((struct gendisk___diskseq*)0)->diskseq)              \
+       ? (__u32)read((struct gendisk___diskseq*)(disk), diskseq)               \
+       : ((__u32)read((disk), major) << 20) | (__u32)read((disk), first_minor))
+#define NVMEOF_PLAIN_READ(src, field) ((src)->field)
+
+/* The disk of a request as the block series key it (nvmeof_block_key.disk): its diskseq where
+ * the kernel has one, so a disk made anew under an old dev_t (a reconnected NVMe-oF namespace)
+ * starts its own counts; before 5.15 its dev_t, major << 20 | minor (what block tracepoints
+ * print). 0 if the request has no disk. */
+static __always_inline __u32 nvmeof_rq_disk_key(struct request* rq, bool direct) {
   struct gendisk* disk;
   if (bpf_core_field_exists(((struct request___old*)0)->rq_disk)) {
     disk = BPF_CORE_READ((struct request___old*)rq, rq_disk);
-    if (!disk) return 0;
-    return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+    return disk ? NVMEOF_DISK_KEY(disk, BPF_CORE_READ) : 0;
   }
   if (direct) {
     disk = rq->q->disk;
-    if (!disk) return 0;
-    return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+    return disk ? NVMEOF_DISK_KEY(disk, NVMEOF_PLAIN_READ) : 0;
   }
   disk = BPF_CORE_READ(rq, q, disk);
-  if (!disk) return 0;
-  return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+  return disk ? NVMEOF_DISK_KEY(disk, BPF_CORE_READ) : 0;
 }
 
 /* REQ_OP_* occupy the low 8 bits of cmd_flags; READ=0 WRITE=1 FLUSH=2 DISCARD=3 since 4.10. */

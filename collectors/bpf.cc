@@ -144,10 +144,15 @@ class BpfCollector : public Collector {
   void EmitBlock(const BlockSnapshot& snap, const std::set<std::string>& iostats_off,
                  MetricSink& out) {
     const auto& bounds = layout_.bounds();
-    DiskNames disks(options_.paths);
+    DiskNames disks(options_.paths, snap.disk_is_seq);
+    std::vector<nvmeof_block_key> gone;
     for (const auto& s : snap.series) {
-      auto name = disks.Name(s.dev);
-      if (!name || iostats_off.count(*name)) {  // no disk (dev 0), removed since, or unreported
+      auto name = disks.Name(s.disk);
+      if (!name && snap.disk_is_seq && s.disk) {  // removed: its diskseq never comes back
+        gone.push_back({s.disk, s.op});
+        continue;
+      }
+      if (!name || iostats_off.count(*name)) {  // no disk, removed (dev_t), or unreported
         out.Skip();
         continue;
       }
@@ -174,6 +179,7 @@ class BpfCollector : public Collector {
                     static_cast<double>(s.hist.sum_ns[NVMEOF_STAGE_TOTAL]) / 1e9,
                     Native(s.hist.buckets[NVMEOF_STAGE_TOTAL]));
     }
+    load_.source->Forget(gone);
   }
 
   // The native buckets protobuf scrapes get (bpf.protobuf_histograms), or none for classic.

@@ -52,40 +52,74 @@ std::string_view BlockStageName(std::uint32_t stage) {
   return stage < NVMEOF_STAGE_COUNT ? kNames[stage] : "unknown";
 }
 
-std::optional<std::string> DiskNames::Name(std::uint32_t dev) {
-  const std::uint32_t major = dev >> 20, minor = dev & 0xfffff;
-  if (auto uevent = ReadFile(paths_.sysfs + "/dev/block/" + std::to_string(major) + ":" +
-                             std::to_string(minor) + "/uevent")) {
-    std::istringstream in(*uevent);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("DEVNAME=", 0) == 0 && line.size() > 8) return line.substr(8);
+std::optional<std::string> DiskNames::Name(std::uint32_t disk) {
+  if (disk == 0) return std::nullopt;
+  if (by_seq_) {
+    if (!listed_) {
+      listed_.emplace();
+      const std::string dir = paths_.sysfs + "/class/block/";
+      for (auto& name : ListDir(dir)) {  // partitions have no diskseq
+        auto seq = ReadU64(dir + name + "/diskseq");
+        if (seq) listed_->emplace(static_cast<std::uint32_t>(*seq), std::move(name));
+      }
+    }
+  } else {
+    const std::uint32_t major = disk >> 20, minor = disk & 0xfffff;
+    if (auto uevent = ReadFile(paths_.sysfs + "/dev/block/" + std::to_string(major) + ":" +
+                               std::to_string(minor) + "/uevent")) {
+      std::istringstream in(*uevent);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.rfind("DEVNAME=", 0) == 0 && line.size() > 8) return line.substr(8);
+      }
+    }
+    if (!listed_) {  // "   259       1 nvme0c0n1 400 0 3200 ..." per disk and partition
+      listed_.emplace();
+      std::istringstream in(ReadFile(paths_.procfs + "/diskstats", 16 << 20).value_or(""));
+      std::string line, name;
+      while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::uint32_t ma = 0, mi = 0;
+        if (fields >> ma >> mi >> name && ma < (1u << 12) && mi <= 0xfffff)
+          listed_->emplace(ma << 20 | mi, name);
+      }
     }
   }
-  if (!diskstats_) {  // "   259       1 nvme0c0n1 400 0 3200 ..." per disk and partition
-    diskstats_.emplace();
-    std::istringstream in(ReadFile(paths_.procfs + "/diskstats", 16 << 20).value_or(""));
-    std::string line, name;
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::uint32_t ma = 0, mi = 0;
-      if (fields >> ma >> mi >> name && ma < (1u << 12) && mi <= 0xfffff)
-        diskstats_->emplace(ma << 20 | mi, name);
-    }
-  }
-  auto it = diskstats_->find(dev);
-  if (it == diskstats_->end()) return std::nullopt;
+  auto it = listed_->find(disk);
+  if (it == listed_->end()) return std::nullopt;
   return it->second;
 }
+
+namespace {
+
+// nvme0, nvme12: a controller's name; not a namespace's (nvme0n1) nor an attribute's.
+bool ControllerName(const std::string& name) {
+  return name.size() > 4 && name.rfind("nvme", 0) == 0 &&
+         name.find_first_not_of("0123456789", 4) == std::string::npos;
+}
+
+bool FabricController(const std::string& dir) {
+  auto transport = ReadFile(dir + "/transport");
+  return transport && *transport != "pcie" && !transport->empty();
+}
+
+}  // namespace
 
 bool BlockSeriesLeftOut(const std::string& sysfs, const NameFilter& block_devices,
                         const std::string& disk) {
   if (disk.rfind("nvme", 0) != 0 || disk.find('/') != std::string::npos) return false;
   if (block_devices.include && std::regex_match(disk, *block_devices.include)) return false;
-  auto ctrl = ReadLinkBase(sysfs + "/block/" + disk + "/device");
-  if (!ctrl || ctrl->rfind("nvme", 0) != 0) return false;
-  auto transport = ReadFile(sysfs + "/class/nvme/" + *ctrl + "/transport");
-  return transport && *transport != "pcie" && !transport->empty();
+  auto parent = ReadLinkBase(sysfs + "/block/" + disk + "/device");
+  if (!parent) return false;
+  // A multipath head's parent is its subsystem: judged by the controllers it has now.
+  if (parent->rfind("nvme-subsys", 0) == 0) {
+    const std::string subsys = sysfs + "/class/nvme-subsystem/" + *parent + "/";
+    for (const auto& ctrl : ListDir(subsys)) {
+      if (ControllerName(ctrl) && FabricController(subsys + ctrl)) return true;
+    }
+    return false;
+  }
+  return parent->rfind("nvme", 0) == 0 && FabricController(sysfs + "/class/nvme/" + *parent);
 }
 
 }  // namespace nvmeof

@@ -26,13 +26,14 @@ inline constexpr std::string_view kHookBlockComplete = "block_rq_complete";
 const std::vector<HookSpec>& BlockHooks();
 
 struct BlockSeries {
-  std::uint32_t dev = 0;     // kernel dev_t: major << 20 | minor
+  std::uint32_t disk = 0;    // nvmeof_block_key.disk: diskseq, or dev_t before 5.15; 0: none
   std::uint32_t op = 0;      // enum nvmeof_block_op
   nvmeof_block_hist hist{};  // summed over CPUs
 };
 
 struct BlockSnapshot {
   std::vector<BlockSeries> series;
+  bool disk_is_seq = false;  // BlockSeries::disk is the disk's diskseq (5.15+), else its dev_t
   std::uint64_t counters[NVMEOF_CTR_COUNT] = {};
   std::optional<std::uint64_t> inflight_used;  // ways holding an issue timestamp
   std::uint64_t inflight_capacity = 0;
@@ -45,6 +46,9 @@ class BlockSource {
  public:
   virtual ~BlockSource() = default;
   virtual bool Read(BlockSnapshot* out) = 0;
+  // Drops the entries of disks that are gone (diskseq keys only: a diskseq never returns), so
+  // the maps hold the disks that exist, however many come and go.
+  virtual void Forget(const std::vector<nvmeof_block_key>& keys) { (void)keys; }
   // The loaded object whose programs also set up and end NVMe-oF host commands, for LoadNvmeof
   // to share its stage maps (bpf/nvmeof_inflight.bpf.h); null when they do not.
   virtual const bpf_object* NvmeofHost() const { return nullptr; }
@@ -67,22 +71,26 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
 std::string_view BlockOpName(std::uint32_t op);        // read write flush discard other
 std::string_view BlockStageName(std::uint32_t stage);  // queue device total
 
-// Disk names by dev_t (the kernel's encoding, MAJ << 20 | MIN) for one scrape:
-// <sysfs>/dev/block/MAJ:MIN/uevent (DEVNAME=), else <procfs>/diskstats, read once on the first
-// such miss, which lists hidden disks too: a native multipath path (nvme0c1n1) has no
-// /sys/dev/block entry, yet the block programs count its requests. nullopt: gone.
+// Disk names by their block series key (BlockSeries::disk) for one scrape, each source read
+// once, on the first lookup that needs it. nullopt: the disk is gone (or the key is 0).
+//   diskseq (5.15+): <sysfs>/class/block/*/diskseq, which lists hidden disks too (a native
+//     multipath path, nvme0c1n1);
+//   dev_t (MAJ << 20 | MIN): <sysfs>/dev/block/MAJ:MIN/uevent (DEVNAME=), else
+//     <procfs>/diskstats, since before 5.15 a hidden disk has no /sys/dev/block entry, yet the
+//     block programs count its requests.
 class DiskNames {
  public:
-  explicit DiskNames(const Paths& paths) : paths_(paths) {}
-  std::optional<std::string> Name(std::uint32_t dev);
+  DiskNames(const Paths& paths, bool by_seq) : paths_(paths), by_seq_(by_seq) {}
+  std::optional<std::string> Name(std::uint32_t disk);
 
  private:
   const Paths& paths_;
-  std::optional<std::map<std::uint32_t, std::string>> diskstats_;
+  bool by_seq_;
+  std::optional<std::map<std::uint32_t, std::string>> listed_;  // by diskseq or from diskstats
 };
 
-// An NVMe-oF host namespace's disk (nvme1n1, or its path nvme0c1n1, behind an rdma, tcp, fc or
-// loop controller) that bpf.block_devices.include does not name: with the NVMe-oF stages
+// An NVMe-oF host namespace's disk (nvme1n1, its path nvme0c1n1, or a multipath head whose
+// subsystem has an rdma, tcp, fc or loop controller) that bpf.block_devices.include does not name: with the NVMe-oF stages
 // loaded, its block series are left out (the NVMe-oF host series time the same requests), and
 // the block programs need not time it (NVMEOF_CTRL_UNTIMED_BLOCK).
 bool BlockSeriesLeftOut(const std::string& sysfs, const NameFilter& block_devices,

@@ -23,20 +23,32 @@ namespace {
 class KernelBlockSource : public BlockSource {
  public:
   KernelBlockSource(Skeleton<block_bpf> skel, AttachPlan plan, UniqueFd stats_fd, Paths paths,
-                    bool nvmeof_host)
+                    bool nvmeof_host, bool disk_is_seq)
       : skel_(std::move(skel)),
         plan_(std::move(plan)),
         stats_fd_(std::move(stats_fd)),
         paths_(std::move(paths)),
         ncpus_(libbpf_num_possible_cpus()),
         maps_(LoadedMapSizes(skel_->obj, "block", "nv_")),  // nv_*: counted as the NVMe-oF part's
-        nvmeof_host_(nvmeof_host) {}
+        nvmeof_host_(nvmeof_host),
+        disk_is_seq_(disk_is_seq) {}
+
+  void Forget(const std::vector<nvmeof_block_key>& keys) override {
+    if (!disk_is_seq_ || keys.empty()) return;  // a dev_t comes back with the next disk
+    std::vector<std::uint64_t> words;
+    for (const auto& k : keys) {
+      bpf_map_delete_elem(bpf_map__fd(skel_->maps.block_hists), &k);
+      words.push_back(nvmeof_block_key_word(&k));
+    }
+    ForgetCountSlots(bpf_map__fd(skel_->maps.count_slots), ncpus_, words);
+  }
 
   const bpf_object* NvmeofHost() const override { return nvmeof_host_ ? skel_->obj : nullptr; }
 
   bool Read(BlockSnapshot* out) override {
     if (ncpus_ <= 0) return false;
     out->maps = maps_;
+    out->disk_is_seq = disk_is_seq_;
     // Histograms: per-CPU values of every (disk, op), summed; request counts: each key's slot
     // plus its histogram's `requests` (bpf/count_cache.h). A key may have only a slot so far.
     CountsByKey counts;
@@ -44,7 +56,7 @@ class KernelBlockSource : public BlockSource {
     ForEachPerCpu<nvmeof_block_key, nvmeof_block_hist>(
         bpf_map__fd(skel_->maps.block_hists), ncpus_, [&](const auto& key, const auto& percpu) {
           BlockSeries s;
-          s.dev = key.dev;
+          s.disk = key.disk;
           s.op = key.op;
           Sum(percpu, &s.hist);
           auto c = counts.find({nvmeof_block_key_word(&key), 0, 0});
@@ -57,7 +69,7 @@ class KernelBlockSource : public BlockSource {
     SetMapEntries(out->maps, "block_hists", out->series.size());
     for (const auto& [k, requests] : counts) {
       BlockSeries s;
-      s.dev = static_cast<std::uint32_t>(k[0]);
+      s.disk = static_cast<std::uint32_t>(k[0]);
       s.op = static_cast<std::uint32_t>(k[0] >> 32);
       s.hist.requests = requests;
       out->series.push_back(s);
@@ -117,6 +129,7 @@ class KernelBlockSource : public BlockSource {
   int ncpus_;
   std::vector<MapSize> maps_;
   bool nvmeof_host_;
+  bool disk_is_seq_;
 };
 
 // The NVMe-oF stage maps of an object that does not end NVMe-oF commands: the least room.
@@ -188,8 +201,10 @@ BlockLoad LoadBlock(const Paths& paths, const BpfOptions& options, bool plan_onl
     return load;
   }
   UniqueFd stats_fd = options.enable_stats ? EnableRunTimeStats() : UniqueFd();
+  // Decided as the programs' CO-RE reads decided it (bpf/core_shims.h nvmeof_rq_disk_key).
+  const bool disk_is_seq = KernelHasMember(paths, btf_path, "gendisk", "diskseq");
   load.source = std::make_unique<KernelBlockSource>(std::move(skel), load.plan, std::move(stats_fd),
-                                                    paths, nvmeof_host);
+                                                    paths, nvmeof_host, disk_is_seq);
   return load;
 }
 

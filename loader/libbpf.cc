@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
@@ -424,6 +425,24 @@ void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* n
     name[NVMEOF_NQN_SIZE - 1] = '\0';
     names->emplace_back(id, name);
   }
+}
+
+bool KernelHasMember(const Paths& paths, const std::string& btf_path, const char* type,
+                     const char* member) {
+  const std::string path = btf_path.empty() ? paths.sysfs + "/kernel/btf/vmlinux" : btf_path;
+  struct btf* btf = btf__parse(path.c_str(), nullptr);
+  const int id = btf ? btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT) : -1;
+  bool found = false;
+  if (id >= 0) {
+    const struct btf_type* t = btf__type_by_id(btf, id);
+    const struct btf_member* m = btf_members(t);
+    for (int i = 0; i < btf_vlen(t) && !found; ++i, ++m) {
+      const char* name = btf__name_by_offset(btf, m->name_off);
+      found = name && std::strcmp(name, member) == 0;
+    }
+  }
+  btf__free(btf);
+  return found;
 }
 
 void ForgetCountSlots(int map_fd, int ncpus, const std::vector<std::uint64_t>& ids) {

@@ -24,9 +24,13 @@ class FakeSource : public BlockSource {
  public:
   BlockSnapshot snap;
   bool ok = true;
+  std::vector<nvmeof_block_key>* forgotten = nullptr;  // where Forget's keys go, if set
   bool Read(BlockSnapshot* out) override {
     *out = snap;
     return ok;
+  }
+  void Forget(const std::vector<nvmeof_block_key>& keys) override {
+    if (forgotten) forgotten->insert(forgotten->end(), keys.begin(), keys.end());
   }
 };
 
@@ -69,9 +73,9 @@ class BpfCollectorTest : public ::testing::Test {
     return load;
   }
 
-  static BlockSeries Series(std::uint32_t dev, std::uint32_t op, std::uint64_t requests) {
+  static BlockSeries Series(std::uint32_t disk, std::uint32_t op, std::uint64_t requests) {
     BlockSeries s;
-    s.dev = dev;
+    s.disk = disk;
     s.op = op;
     s.hist.requests = requests;
     // queue: 2 x 1 us; device: 2 x 100 us; total: 2 x 101 us
@@ -291,6 +295,71 @@ TEST_F(BpfCollectorTest, BlockSeriesLeftOutOnlyForFabricNamespaces) {
   filter.include = std::regex("nvme1c1n1");
   EXPECT_FALSE(left_out("nvme1c1n1"));
   EXPECT_TRUE(left_out("nvme2n1"));
+}
+
+// A multipath head's parent is its subsystem, not a controller: it is an NVMe-oF namespace when
+// the subsystem has a fabric controller (the layout of Debian's 6.12: nvme-subsys0 holds links
+// to its controllers and a directory per head).
+TEST_F(BpfCollectorTest, BlockSeriesLeftOutJudgesAHeadByItsSubsystem) {
+  for (auto [n, transport] : {std::pair{"3", "tcp"}, std::pair{"4", "pcie"}}) {
+    const std::string subsys = std::string("nvme-subsys") + n, ctrl = std::string("nvme") + n,
+                      head = ctrl + "n1";
+    const fs::path dev = root_ / "devices/virtual/nvme-subsystem" / subsys;
+    fs::create_directories(dev / head);
+    fs::create_directories(root_ / "devices/virtual/nvme-fabrics/ctl" / ctrl);
+    std::ofstream(root_ / "devices/virtual/nvme-fabrics/ctl" / ctrl / "transport")
+        << transport << "\n";
+    fs::create_symlink(fs::path("../../nvme-fabrics/ctl") / ctrl, dev / ctrl);
+    fs::create_directories(root_ / "class/nvme-subsystem");
+    fs::create_symlink(fs::path("../../devices/virtual/nvme-subsystem") / subsys,
+                       root_ / "class/nvme-subsystem" / subsys);
+    fs::create_directories(root_ / "block" / head);
+    fs::create_symlink(fs::path("../../devices/virtual/nvme-subsystem") / subsys,
+                       root_ / "block" / head / "device");
+  }
+  NameFilter filter;
+  EXPECT_TRUE(BlockSeriesLeftOut(root_.string(), filter, "nvme3n1"));
+  EXPECT_FALSE(BlockSeriesLeftOut(root_.string(), filter, "nvme4n1"));
+  filter.include = std::regex("nvme3n1");
+  EXPECT_FALSE(BlockSeriesLeftOut(root_.string(), filter, "nvme3n1"));
+}
+
+// 5.15+ keys a disk by its diskseq: named through <sysfs>/class/block/*/diskseq, and a key no
+// disk holds is a disk that is gone for good: forgotten (its map entries freed), not a skipped
+// series. Before 5.15 (dev_t keys) a missing disk is skipped, and nothing is forgotten.
+TEST_F(BpfCollectorTest, DiskseqKeysNameDisksAndForgetGoneOnes) {
+  for (auto [name, seq] : {std::pair{"nvme0n1", "12"}, std::pair{"vdb", "3"}}) {
+    fs::create_directories(root_ / "class/block" / name);
+    std::ofstream(root_ / "class/block" / name / "diskseq") << seq << "\n";
+  }
+  fs::create_directories(root_ / "class/block/vdb1");  // a partition: no diskseq
+  auto scrape = [&](bool by_seq, std::vector<nvmeof_block_key>* forgotten) {
+    auto src = std::make_unique<FakeSource>();
+    src->snap.disk_is_seq = by_seq;
+    src->snap.series = {Series(12, NVMEOF_OP_READ, 5), Series(3, NVMEOF_OP_WRITE, 7),
+                        Series(11, NVMEOF_OP_READ, 9), Series(0, NVMEOF_OP_OTHER, 1)};
+    src->snap.inflight_used = 0;
+    src->forgotten = forgotten;
+    auto c = NewBpfCollectorFrom(options_, Loaded(std::move(src)));
+    MetricSink sink;
+    EXPECT_TRUE(c->Collect(sink));
+    return sink;
+  };
+  std::vector<nvmeof_block_key> forgotten;
+  MetricSink seq = scrape(true, &forgotten);
+  EXPECT_EQ(Value(seq, "nvmeof_block_requests_total", {{"disk", "nvme0n1"}}), 5);
+  EXPECT_EQ(Value(seq, "nvmeof_block_requests_total", {{"disk", "vdb"}, {"op", "write"}}), 7);
+  EXPECT_EQ(Count(seq, "nvmeof_block_requests_total"), 2);
+  ASSERT_EQ(forgotten.size(), 1u);  // diskseq 11: made and removed since the last scrape
+  EXPECT_EQ(forgotten[0].disk, 11u);
+  EXPECT_EQ(forgotten[0].op, static_cast<unsigned>(NVMEOF_OP_READ));
+  EXPECT_EQ(seq.skipped(), 1u);  // key 0: a request without a disk
+
+  forgotten.clear();
+  MetricSink devt = scrape(false, &forgotten);  // 12, 3 and 11 are no disk's dev_t here
+  EXPECT_EQ(Count(devt, "nvmeof_block_requests_total"), 0);
+  EXPECT_TRUE(forgotten.empty());
+  EXPECT_EQ(devt.skipped(), 4u);
 }
 
 TEST_F(BpfCollectorTest, UnknownDeviceIsSkippedNotInvented) {

@@ -149,7 +149,44 @@ class MultipathChecks:
                 if n == 'nvmeof_path_ana_transitions_total'))
         self.fio('io')
         self.mp_outage(hooks)
+        head = e.get('HEAD', '').replace('/dev/', '')
+        served = sorted({l.get('disk') for n, l, v in final if n.startswith('nvmeof_block_')
+                         and l.get('disk', '').startswith('nvme')})
+        if any(n == 'nvmeof_commands_total' and l.get('role') == 'host' for n, l, v in final):
+            self.check(head and not served, 'no block series of the NVMe-oF head %s or its paths '
+                       '(left out: the NVMe-oF host series time them)' % head, str(served))
+        else:
+            print('     SKIP no NVMe-oF host series: block series of %s are served (%s)' % (head, served))
+        self.mp_remade()
         self.exporter_alive()
+
+    def mp_remade(self):
+        """A null_blk disk deleted and made again under the same name and dev_t: the second's
+        block series counts the second's requests only, as its /sys/block/DISK/stat does."""
+        rounds = []
+        for n in (1, 2):
+            path = os.path.join(self.dir, 'remade-%d.txt' % n)
+            if not os.path.exists(path):
+                self.check(False, 'remade-%d.txt present (null_blk configfs device)' % n)
+                return
+            ident, stat = [l.split() for l in open(path)][:2]
+            # read, write, discard and flush I/Os completed (Documentation/block/stat.rst)
+            kernel = sum(int(stat[i]) for i in (0, 4, 11, 14) if i < len(stat))
+            got = sum(v for name, l, v in self.metrics('remade-%d' % n)
+                      if name == 'nvmeof_block_requests_total' and l.get('disk') == ident[0])
+            rounds.append((ident, kernel, got))
+        (id1, k1, g1), (id2, k2, g2) = rounds
+        print('     remade disk: %s dev %s diskseq %s: %g requests (stat %d); again: dev %s diskseq %s: '
+              '%g (stat %d)' % (id1[0], id1[1], id1[2], g1, k1, id2[1], id2[2], g2, k2))
+        self.check(id1[:2] == id2[:2], 'the disk came back under the same name and dev_t', '%s %s' % (id1, id2))
+        self.check(g1 == k1, 'the first disk\'s block requests = its stat\'s (%d)' % k1, 'got %g' % g1)
+        if id2[2] == 'none':  # before 5.15 (no diskseq) a dev_t keeps its counts: a known limit
+            self.check(g2 == k1 + k2, 'SKIP the disk made anew under the same dev_t on %s: no diskseq '
+                       'before 5.15, so its series carries the old disk\'s %d (docs/metrics.md)'
+                       % (self.env.get('KERNEL'), k1), 'got %g, stat %d + %d' % (g2, k1, k2))
+            return
+        self.check(g2 == k2, 'the disk made anew counts its own requests: its stat\'s %d, not the old '
+                   'disk\'s %d on top' % (k2, k1), 'got %g' % g2)
 
     def mp_ana_change(self, before, final, ctrl):
         """Time in `change`: the counter's rise against the span paths.txt (sampled every 0.2 s)

@@ -199,4 +199,25 @@ wait $FIO
 sleep 1
 scrape outage_after
 diag outage_after
+
+# A disk made anew under the same name and dev_t (a null_blk device deleted and made again
+# through configfs): its block series counts its own requests, not the old disk's (the block
+# programs key a disk by its diskseq, 5.15+; before, by its dev_t: a known limit).
+# remade-N.txt: "name dev diskseq" and the disk's stat line; metrics-remade-N.prom after N reads.
+NB=/sys/kernel/config/nullb/remade
+remade() { # ROUND READS
+	mkdir $NB && echo 0 >$NB/irqmode && echo 64 >$NB/size && echo 1 >$NB/power ||
+		{ fail "null_blk configfs device ($1)"; return 1; }
+	local disk=nullb$(cat $NB/index)
+	[ -e /sys/block/remade ] && disk=remade # named after its configfs item since 5.19
+	dd if=/dev/$disk of=/dev/null bs=4k count="$2" iflag=direct 2>/dev/null || fail "dd $disk"
+	sleep 1
+	{ echo "$disk $(cat /sys/block/$disk/dev) $(cat /sys/block/$disk/diskseq 2>/dev/null || echo none)"
+		cat /sys/block/$disk/stat; } >"$R/remade-$1.txt"
+	scrape remade-$1
+	echo 0 >$NB/power && rmdir $NB || fail "null_blk configfs delete ($1)"
+}
+if [ -d /sys/kernel/config/nullb ]; then
+	remade 1 "${REMADE_READS_1:-300}" && remade 2 "${REMADE_READS_2:-20}"
+fi
 finish

@@ -15,8 +15,9 @@
 #             for DOWN_SECONDS (20), longer than a scrape interval, so that every series of the
 #             round is absent from at least one scrape before the next round re-creates its objects
 #             under the same names (rxe0 is a new device with counters from zero).
-# Every 15 s samples.tsv gets the exporter's RSS, fds and threads, and every 60 s maps.tsv the
-# entries of every eBPF hash map (bpftool); rounds.tsv says what each round did and what failed.
+# Every 15 s samples.tsv gets the exporter's RSS, fds and threads and target-counts.tsv the
+# target's nvmeof_commands_total lines of a scrape, and every 60 s maps.tsv the entries of every
+# eBPF hash map (bpftool); rounds.tsv says what each round did and what failed.
 # The host's tests/soak/vm_report.py reads these and Prometheus's data.
 . /opt/vm/lib.sh
 conf SCENARIO soak
@@ -43,6 +44,9 @@ sampler() {
 		fds=$(ls /proc/$EXPORTER_PID/fd | wc -l)
 		thr=$(ls /proc/$EXPORTER_PID/task | wc -l)
 		echo "$(now) $rss $fds $thr" >>"$R/samples.tsv"
+		# The target's command counts as served, beside Prometheus's: what a scrape got, raw.
+		timeout 10 wget -q -O - http://127.0.0.1:10420/metrics 2>/dev/null |
+			grep '^nvmeof_commands_total{role="target"' | sed "s/^/$(now) /" >>"$R/target-counts.tsv"
 		# What bounds each map: its type (LRU or not) and max_entries, once.
 		[ $n = 4 ] && bpftool map show >"$R/maps-info.txt" 2>&1
 		if [ $((n % 4)) = 0 ]; then
