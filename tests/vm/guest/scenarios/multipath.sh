@@ -208,7 +208,8 @@ NB=/sys/kernel/config/nullb/remade
 remade() { # ROUND READS
 	mkdir $NB && echo 0 >$NB/irqmode && echo 64 >$NB/size && echo 1 >$NB/power ||
 		{ fail "null_blk configfs device ($1)"; return 1; }
-	local disk=nullb$(cat $NB/index)
+	local disk
+	disk=nullb$(cat $NB/index)
 	[ -e /sys/block/remade ] && disk=remade # named after its configfs item since 5.19
 	dd if=/dev/$disk of=/dev/null bs=4k count="$2" iflag=direct 2>/dev/null || fail "dd $disk"
 	sleep 1
