@@ -61,8 +61,9 @@ struct {
   __type(value, struct nvmeof_count_slot);
 } nv_count_slots SEC(".maps");
 
-/* Series id -> name: the host disk's name (gendisk address -> "nvme0c1n1") or the target
- * subsystem's NQN (nvmet_subsys address). Written when a series' first command completes. */
+/* Series name key (nvmeof_name_key) -> name: the host disk's name (gendisk address ->
+ * "nvme0c1n1") or the target subsystem's NQN (nvmet_subsys address | 1). Written when a
+ * series' first command completes. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1024);
@@ -142,7 +143,7 @@ static __always_inline void count_key(union count_key* k, __u64 id, __u16 port, 
 /* Counts a command of series `k`; on the series' first command also keeps its name, the string
  * at `name`, or with `name_at` the string whose address is stored at `name` (read only then). */
 static __always_inline void count_command(union count_key* k, __u64 name, bool name_at) {
-  __u64 zero64 = 0, *c;
+  __u64 zero64 = 0, *c, name_key;
   char* dst;
   struct nvmeof_hist* z;
   __u32 zero = 0;
@@ -165,8 +166,9 @@ static __always_inline void count_command(union count_key* k, __u64 name, bool n
   if (name_at && bpf_probe_read_kernel(&name, sizeof(name), (void*)name)) return;
   z = bpf_map_lookup_elem(&nv_zero, &zero); /* zeroed memory, larger than a name */
   if (!z) return;
-  bpf_map_update_elem(&nv_names, &k->w[0], z, BPF_NOEXIST);
-  dst = bpf_map_lookup_elem(&nv_names, &k->w[0]);
+  name_key = nvmeof_name_key(k->w[0], k->s.role);
+  bpf_map_update_elem(&nv_names, &name_key, z, BPF_NOEXIST);
+  dst = bpf_map_lookup_elem(&nv_names, &name_key);
   if (!dst) return;
   bpf_probe_read_kernel_str(dst, NVMEOF_NQN_SIZE, (void*)name);
 }

@@ -84,6 +84,15 @@ struct nvmeof_series {
   unsigned char pad[5];
 };
 
+/* A series' key in nv_names, and what the exporter forgets by (Forget): its id, with bit 0 set
+ * for a target's. A host disk and a target subsystem are both kmalloc-1k objects (776 and 768
+ * bytes on 6.12), so a subsystem made at a freed disk's address would otherwise take the disk's
+ * name, and forgetting the disk would drop the subsystem's counts. Both are aligned addresses:
+ * bit 0 is free. */
+static inline unsigned long long nvmeof_name_key(unsigned long long id, unsigned int role) {
+  return id | (role == NVMEOF_ROLE_TARGET ? 1ULL : 0ULL);
+}
+
 struct nvmeof_hist {
   unsigned long long count;
   unsigned long long sum_ns;

@@ -254,13 +254,13 @@ class BpfCollector : public Collector {
     }
     std::map<Labels, HistSum> stages, totals, commands;
     NvmeofSeriesNames names(options_.paths, snap.names);
-    std::vector<std::uint64_t> gone;  // disks and subsystems removed since their series began
+    std::vector<std::uint64_t> gone;  // disks and subsystems removed: their nvmeof_name_key
     for (const auto& s : snap.series) {
       const auto& k = s.key;
       Labels labels;
       std::string transport;
       const Named named = names.Name(k, &labels, &transport);
-      if (named == Named::kGone) gone.push_back(k.id);  // not an error: a disconnect, a delete
+      if (named == Named::kGone) gone.push_back(nvmeof_name_key(k.id, k.role));  // not an error
       if (named == Named::kSkip) out.Skip();
       if (named != Named::kOk) continue;
       if (k.size) labels.push_back({"size", std::string(SizeClassName(k.size))});

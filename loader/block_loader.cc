@@ -2,10 +2,13 @@
 // disabled.cc stands in otherwise).
 #include "loader/block.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "base/files.h"
@@ -40,7 +43,9 @@ class KernelBlockSource : public BlockSource {
       bpf_map_delete_elem(bpf_map__fd(skel_->maps.block_hists), &k);
       words.push_back(nvmeof_block_key_word(&k));
     }
-    ForgetCountSlots(bpf_map__fd(skel_->maps.count_slots), ncpus_, words);
+    ForgetCountSlots(bpf_map__fd(skel_->maps.count_slots), ncpus_, [&](const CountKey& k) {
+      return std::find(words.begin(), words.end(), k[0]) != words.end();
+    });
   }
 
   const bpf_object* NvmeofHost() const override { return nvmeof_host_ ? skel_->obj : nullptr; }
@@ -138,6 +143,27 @@ void ShrinkNvmeofMaps(bpf_object* obj) {
     bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, name), 1);
   }
   ShrinkFlightRing(obj);
+}
+
+// Whether the kernel's struct `type` has a member `member`, as bpf_core_field_exists decides
+// it for an object loaded against btf_path (PrepareBpfLoad; "": <sysfs>/kernel/btf/vmlinux).
+// false without BTF.
+bool KernelHasMember(const Paths& paths, const std::string& btf_path, const char* type,
+                     const char* member) {
+  const std::string path = btf_path.empty() ? paths.sysfs + "/kernel/btf/vmlinux" : btf_path;
+  struct btf* btf = btf__parse(path.c_str(), nullptr);
+  const int id = btf ? btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT) : -1;
+  bool found = false;
+  if (id >= 0) {
+    const struct btf_type* t = btf__type_by_id(btf, id);
+    const struct btf_member* m = btf_members(t);
+    for (int i = 0; i < btf_vlen(t) && !found; ++i, ++m) {
+      const char* name = btf__name_by_offset(btf, m->name_off);
+      found = name && std::strcmp(name, member) == 0;
+    }
+  }
+  btf__free(btf);
+  return found;
 }
 
 }  // namespace

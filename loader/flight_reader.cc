@@ -128,7 +128,7 @@ std::shared_ptr<const FlightIdentity> FlightReader::IdentityOf(const nvmeof_flig
   const std::uint64_t key = r.series ^ (r.ctrl * 0x9E3779B97F4A7C15ULL) ^ r.role;
   if (auto it = identities_.find(key); it != identities_.end()) return it->second;
   FlightIdentity id;
-  const std::string name = Name(names_fd_, r.series);
+  const std::string name = Name(names_fd_, nvmeof_name_key(r.series, r.role));
   if (r.role == NVMEOF_ROLE_HOST) {
     id.device = name;
     id.controller = ControllerOfDisk(name);

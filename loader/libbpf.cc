@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
@@ -427,37 +426,22 @@ void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* n
   }
 }
 
-bool KernelHasMember(const Paths& paths, const std::string& btf_path, const char* type,
-                     const char* member) {
-  const std::string path = btf_path.empty() ? paths.sysfs + "/kernel/btf/vmlinux" : btf_path;
-  struct btf* btf = btf__parse(path.c_str(), nullptr);
-  const int id = btf ? btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT) : -1;
-  bool found = false;
-  if (id >= 0) {
-    const struct btf_type* t = btf__type_by_id(btf, id);
-    const struct btf_member* m = btf_members(t);
-    for (int i = 0; i < btf_vlen(t) && !found; ++i, ++m) {
-      const char* name = btf__name_by_offset(btf, m->name_off);
-      found = name && std::strcmp(name, member) == 0;
-    }
-  }
-  btf__free(btf);
-  return found;
-}
-
-void ForgetCountSlots(int map_fd, int ncpus, const std::vector<std::uint64_t>& ids) {
+void ForgetCountSlots(int map_fd, int ncpus, const std::function<bool(const CountKey&)>& doomed) {
   std::vector<nvmeof_count_slot> percpu(static_cast<size_t>(ncpus));
   for (std::uint32_t i = 0; i < NVMEOF_COUNT_SLOTS; ++i) {
     if (bpf_map_lookup_elem(map_fd, &i, percpu.data()) != 0) return;
     // An update writes every CPU's copy of slot i: only when none holds a live key, so no
     // increment of one can be lost between this read and that write.
-    bool doomed = false, live = false;
+    bool any_doomed = false, live = false;
     for (const auto& slot : percpu) {
-      const bool gone = std::find(ids.begin(), ids.end(), slot.key[0]) != ids.end();
-      doomed |= slot.tag != 0 && gone;
-      live |= slot.tag != 0 && !gone;
+      if (slot.tag == 0) continue;
+      CountKey key;
+      std::copy(std::begin(slot.key), std::end(slot.key), key.begin());
+      const bool gone = doomed(key);
+      any_doomed |= gone;
+      live |= !gone;
     }
-    if (!doomed || live) continue;
+    if (!any_doomed || live) continue;
     std::fill(percpu.begin(), percpu.end(), nvmeof_count_slot{});
     bpf_map_update_elem(map_fd, &i, percpu.data(), BPF_ANY);
   }

@@ -194,14 +194,8 @@ void SizeNvmeofStageMaps(bpf_object* obj, const BpfOptions& bpf);
 // up to NVMEOF_NQN_SIZE bytes).
 void ReadNames(int map_fd, std::vector<std::pair<std::uint64_t, std::string>>* names);
 
-// Whether the kernel's struct `type` has a member `member`, as bpf_core_field_exists decides
-// it for an object loaded against btf_path (PrepareBpfLoad; "": <sysfs>/kernel/btf/vmlinux).
-// false without BTF.
-bool KernelHasMember(const Paths& paths, const std::string& btf_path, const char* type,
-                     const char* member);
-
-// Frees the slots whose first key word is one of `ids` (the series of a disk or subsystem that
-// went away: its address may come back as another's).
-void ForgetCountSlots(int map_fd, int ncpus, const std::vector<std::uint64_t>& ids);
+// Frees the slots whose key is `doomed` (the series of a disk or subsystem that went away: its
+// address may come back as another's).
+void ForgetCountSlots(int map_fd, int ncpus, const std::function<bool(const CountKey&)>& doomed);
 
 }  // namespace nvmeof

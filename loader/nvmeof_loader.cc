@@ -60,8 +60,13 @@ class KernelNvmeofSource : public NvmeofSource {
     return plan_;
   }
 
+  // `ids`: nvmeof_name_key of each series id that went away (a host's disk, a target's
+  // subsystem), so the other role's series at the same address stay.
   void Forget(const std::vector<std::uint64_t>& ids) override {
     if (ids.empty()) return;
+    auto gone = [&](std::uint64_t id, unsigned role) {
+      return std::find(ids.begin(), ids.end(), nvmeof_name_key(id, role)) != ids.end();
+    };
     for (const bpf_map* map :
          {maps_->maps.nv_hists, maps_->maps.nv_paths, maps_->maps.nv_commands}) {
       const int fd = bpf_map__fd(map);
@@ -71,11 +76,15 @@ class KernelNvmeofSource : public NvmeofSource {
       while (bpf_map_get_next_key(fd, prev, &next) == 0) {
         key = next;
         prev = &key;
-        if (std::find(ids.begin(), ids.end(), key.id) != ids.end()) doomed.push_back(key);
+        if (gone(key.id, key.role)) doomed.push_back(key);
       }
       for (const auto& k : doomed) bpf_map_delete_elem(fd, &k);
     }
-    ForgetCountSlots(bpf_map__fd(maps_->maps.nv_count_slots), ncpus_, ids);
+    ForgetCountSlots(bpf_map__fd(maps_->maps.nv_count_slots), ncpus_, [&](const CountKey& k) {
+      nvmeof_series key;
+      std::memcpy(&key, k.data(), sizeof(key));
+      return gone(key.id, key.role);
+    });
     disks_.Forget(ids);
     if (flight_) flight_->Forget(ids);
     for (std::uint64_t id : ids) {

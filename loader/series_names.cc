@@ -33,7 +33,7 @@ NvmeofSeriesNames::Named NvmeofSeriesNames::Name(const nvmeof_series& k, Labels*
                {"op", std::string(BlockOpName(k.op))},
                {"controller", ctrl}};
   } else if (k.role == NVMEOF_ROLE_HOST) {
-    auto name = names_.find(k.id);
+    auto name = names_.find(nvmeof_name_key(k.id, k.role));
     if (name != names_.end() && !name->second.empty() &&
         name->second.find('/') == std::string::npos &&
         !Exists(paths_.sysfs + "/block/" + name->second)) {
@@ -59,7 +59,7 @@ NvmeofSeriesNames::Named NvmeofSeriesNames::Name(const nvmeof_series& k, Labels*
     // The classic tracepoints (5.10) name a series by its namespace's device path, whose
     // subsystem and transport configfs gives, and have no port (nvmet_port "").
     const bool by_path = k.trtype == NVMEOF_TRTYPE_UNKNOWN;
-    auto name = names_.find(k.id);
+    auto name = names_.find(nvmeof_name_key(k.id, k.role));
     if (name == names_.end() || name->second.empty() || (by_path && !have_nvmet_))
       return Named::kSkip;
     std::string nqn = name->second;

@@ -146,8 +146,8 @@ class CardinalityTest : public ScratchTree {
     for (int s = 0; s < 16; ++s) {
       const std::string nqn = "nqn.2024-01.io.example:sub" + std::to_string(s);
       Write("kernel/config/nvmet/subsystems/" + nqn + "/attr_serial", "1\n");
-      const std::uint64_t id = kSubsysBase + std::uint64_t(s);
-      src.snap.names.emplace_back(id, nqn);
+      const std::uint64_t id = kSubsysBase + 0x400 * std::uint64_t(s);  // kmalloc-1k objects
+      src.snap.names.emplace_back(nvmeof_name_key(id, NVMEOF_ROLE_TARGET), nqn);
       for (std::uint16_t port : {1, 2}) {
         for (std::uint8_t op : {NVMEOF_OP_READ, NVMEOF_OP_WRITE}) {
           nvmeof_series k{};
