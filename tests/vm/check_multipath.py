@@ -158,7 +158,58 @@ class MultipathChecks:
         else:
             print('     SKIP no NVMe-oF host series: block series of %s are served (%s)' % (head, served))
         self.mp_remade()
+        self.mp_reuse()
         self.exporter_alive()
+
+    def mp_reuse(self):
+        """Subsystems made where a disconnected disk was, and disks where a deleted subsystem was
+        (multipath.sh `reuse`): each new subsystem's target series counts what the host sent it,
+        and the host series of its disk the same, whether or not an address was shared
+        (printed: that is up to the allocator)."""
+        def commands(scrape, role, **labels):
+            return sum(v for name, l, v in self.metrics(scrape) if name == 'nvmeof_commands_total'
+                       and l.get('role') == role and all(l.get(k) == w for k, w in labels.items()))
+
+        collided = 0
+        for n in (1, 2, 3):
+            path = os.path.join(self.dir, 'reuse-%d.txt' % n)
+            if not os.path.exists(path):
+                self.check(False, 'reuse-%d.txt present' % n)
+                return
+            pairs = [l.split() for l in open(path) if l.strip()]
+            self.check(len(pairs) == 2, 'reuse %d: two new subsystems' % n, str(pairs))
+            names = {}
+            try:
+                for e in json.load(open(os.path.join(self.dir, 'reuse-%d.json' % n))):
+                    f = e.get('formatted', e)
+                    k, v = f.get('key'), f.get('value')
+                    if isinstance(k, list):
+                        k = int.from_bytes(bytes(int(b, 16) for b in k), 'little')
+                    if isinstance(v, list):
+                        v = bytes(int(b, 16) for b in v).split(b'\0')[0].decode()
+                    names[int(k)] = v
+            except (ValueError, OSError) as err:
+                self.check(False, 'reuse-%d.json: nv_names dumped' % n, str(err))
+                return
+            # Addresses that held a host disk and a subsystem (either one freed for the other).
+            shared = sorted(k for k in names if not k & 1 and (k | 1) in names)
+            collided += len(shared)
+            print('     reuse %d: %s' % (n, '; '.join('%#x: disk %s and subsystem %s' % (
+                k, names[k], names[k | 1].rsplit(':', 1)[-1]) for k in shared) or 'no address shared'))
+            for old, new, dev in pairs:
+                # Reads: the target also counts each I/O queue's Connect (op "other"), the host does not.
+                target = commands('reuse-%d' % n, 'target', nqn=new, op='read')
+                host = commands('reuse-%d' % n, 'host', nvme_namespace=dev, op='read')
+                before = commands('reuse-%d-old' % n, 'host', nvme_namespace=dev, op='read')
+                print('     reuse %d: %s: target %g reads, host %s %g - %g'
+                      % (n, new.rsplit(':', 1)[-1], target, dev, host, before))
+                if self.env.get('NO_MODULE_BTF') == '1':  # 5.10: the target's hooks are its classic tracepoints
+                    self.check(host - before >= 24, 'reuse %d: the host counted the new disk\'s commands (%g)'
+                               % (n, host - before))
+                    continue
+                self.check(host - before >= 24 and target == host - before, 'reuse %d: the new subsystem counted '
+                           'what the host sent it (%g)' % (n, host - before), 'target %g' % target)
+        print('     reuse: %d addresses held both a host disk and a subsystem' % collided)
 
     def mp_remade(self):
         """A null_blk disk deleted and made again under the same name and dev_t: the second's

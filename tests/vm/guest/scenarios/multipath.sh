@@ -221,4 +221,58 @@ remade() { # ROUND READS
 if [ -d /sys/kernel/config/nullb ]; then
 	remade 1 "${REMADE_READS_1:-300}" && remade 2 "${REMADE_READS_2:-20}"
 fi
+
+# A subsystem made where a disconnected host disk was: a gendisk and an nvmet_subsys are both
+# kmalloc-1k objects, so the new subsystem often takes the disk's address while the exporter
+# still holds the disk's series (no scrape sees the disk gone before). Its target series counts
+# its own commands (nvmeof_name_key): what the host sent its namespace, the host's count after
+# (reuse-N) less before the disconnect (reuse-N-old: a new disk may have the old one's name).
+# Three tries of two subsystems; reuse-N.json: nv_names' keys (bpftool) before the scrape.
+subsystem_on_port2() { # NQN DEV
+	mkdir "$CFG/subsystems/$1" && echo 1 >"$CFG/subsystems/$1/attr_allow_any_host" &&
+		mkdir "$CFG/subsystems/$1/namespaces/1" && printf %s "$2" >"$CFG/subsystems/$1/namespaces/1/device_path" &&
+		echo 1 >"$CFG/subsystems/$1/namespaces/1/enable" && ln -s "$CFG/subsystems/$1" "$CFG/ports/2/subsystems/$1"
+}
+subsystem_gone() { rm "$CFG/ports/2/subsystems/$1" && rmdir "$CFG/subsystems/$1/namespaces/1" "$CFG/subsystems/$1"; }
+disk_of() { # NQN: its namespace's block device, once there
+	local c d
+	deadline 20
+	while before_deadline; do
+		for c in /sys/class/nvme-subsystem/nvme-subsys*; do
+			[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$1" ] || continue
+			for d in "$c"/nvme*n*; do [ -b "/dev/${d##*/}" ] && { echo "${d##*/}"; return 0; }; done
+		done
+		sleep 0.1
+	done
+	return 1
+}
+reuse() { # N
+	local old=$NQN-old$1 dev cpu new s
+	subsystem_on_port2 "$old" /dev/nullb0 && nvme connect -t tcp -a "$IP" -s 4421 -n "$old" >/dev/null &&
+		dev=$(disk_of "$old") || { fail "reuse $1: $old"; return 1; }
+	dd if="/dev/$dev" of=/dev/null bs=4k count=8 iflag=direct 2>/dev/null
+	sleep 1
+	scrape "reuse-$1-old"
+	# Its head and path gendisks go back to a CPU's free list: a new subsystem is made on each.
+	nvme disconnect -n "$old" >/dev/null || { fail "reuse $1: disconnect"; return 1; }
+	for cpu in 0 1; do taskset -c $cpu mkdir "$CFG/subsystems/$NQN-new$1-$cpu" || fail "reuse $1: mkdir"; done
+	subsystem_gone "$old"
+	: >"$R/reuse-$1.txt"
+	for cpu in 0 1; do
+		new=$NQN-new$1-$cpu s=$CFG/subsystems/$NQN-new$1-$cpu
+		echo 1 >"$s/attr_allow_any_host" && mkdir "$s/namespaces/1" && printf %s /dev/nullb0 >"$s/namespaces/1/device_path" &&
+			echo 1 >"$s/namespaces/1/enable" && ln -s "$s" "$CFG/ports/2/subsystems/$new" &&
+			nvme connect -t tcp -a "$IP" -s 4421 -n "$new" >/dev/null && dev=$(disk_of "$new") ||
+			{ fail "reuse $1: $new"; return 1; }
+		dd if="/dev/$dev" of=/dev/null bs=4k count=24 iflag=direct 2>/dev/null
+		echo "$old $new $dev" >>"$R/reuse-$1.txt"
+	done
+	sleep 1
+	bpftool -j map dump name nv_names >"$R/reuse-$1.json" 2>&1
+	scrape "reuse-$1"
+	for cpu in 0 1; do
+		nvme disconnect -n "$NQN-new$1-$cpu" >/dev/null && subsystem_gone "$NQN-new$1-$cpu" || fail "reuse $1: cleanup"
+	done
+}
+for n in 1 2 3; do reuse $n || break; done
 finish
