@@ -18,8 +18,12 @@ exits 1 if a check failed:
   (docs/metrics.md "Counter resets"): each decrease of a counter, or of a histogram's bucket,
   count or sum, is to a zero Prometheus 3.x stored at the series' created timestamp (not at a
   scrape's time; vm_soak.sh runs 3.x with created-timestamp-zero-ingestion), or, for 2.x, comes
-  with a `_created` sample, scraped with the new count, after the old count's scrape. Each other
-  decrease is a failure, named (with its absence, if the series was absent before).
+  with a `_created` sample, scraped with the new count, after the old count's scrape. One more
+  case, with --other-prometheus: a series back from an absence (stale markers between) whose
+  created timestamp was set in a run the other Prometheus caused, before this one's stale
+  markers, so 3.x could not store its zero: the other Prometheus's `_created` at the return
+  shows the exporter served one. Each other decrease is a failure, named (with its absence, if
+  the series was absent before).
 """
 import argparse
 import json
@@ -118,6 +122,8 @@ def main():
     ap.add_argument('--start', type=float, required=True, help='unix time the VM was started')
     ap.add_argument('--end', type=float, required=True, help='unix time the VM ended')
     ap.add_argument('--interval', type=float, default=15.0)
+    ap.add_argument('--other-prometheus', help='a 2.x Prometheus that scraped the same exporter '
+                    '(its `_created` series show the created timestamps the exporter served)')
     a = ap.parse_args()
     prom = Prom(a.prometheus)
     lines, fails = [], []
@@ -254,7 +260,8 @@ def main():
     # ---- counters: a decrease only where a created timestamp says the count began anew ----
     scrapes = {round(t * 1000) for t, _ in ups}
     created = created_series(prom, t0, t1)
-    total = dec = by_zero = by_series = 0
+    other = created_series(Prom(a.other_prometheus), t0, t1) if a.other_prometheus else {}
+    total = dec = by_zero = by_series = by_other = 0
     bad = []
     for name in counter_names(prom, t0, t1):
         for labels, pts in prom.raw('{__name__="%s",job="nvmeof"}' % name, t0, t1):
@@ -267,6 +274,13 @@ def main():
                     by_zero += 1  # Prometheus 3.x stored the zero at the created timestamp
                 elif created_between(created, name, labels, p - a.interval, q):
                     by_series += 1  # 2.42: the `_created` series, scraped with the new count
+                elif q - p > 1.5 * a.interval and any(
+                        abs(t - q) <= a.interval and v <= q
+                        for t, v in other.get(family_key(name, labels), [])):
+                    # Back after an absence with a created timestamp the exporter served (the
+                    # other Prometheus stored it) but set in a run before this one's stale
+                    # markers: 3.x drops a zero older than the series' last sample.
+                    by_other += 1
                 else:
                     for k in ('__name__', 'job', 'instance'):
                         labels.pop(k, None)
@@ -275,8 +289,9 @@ def main():
                         ' (after %.0f s absent)' % (q - p) if q - p > 1.5 * a.interval else ''))
     check(not bad and total > 0,
           'counters: %d series, %d decreases: %d at a created timestamp\'s zero, %d with a '
-          '`_created` in between%s' % (total, dec, by_zero, by_series,
-                                       ('; without one: ' + '; '.join(bad[:10])) if bad else ''))
+          '`_created` in between, %d back from an absence with one served before it (the other '
+          'Prometheus\'s `_created`)%s' % (total, dec, by_zero, by_series, by_other,
+                                            ('; without one: ' + '; '.join(bad[:10])) if bad else ''))
     plot(a, figs, maps, anchor, bounds[:-1])
     return finish(a, lines, fails)
 
