@@ -21,8 +21,8 @@ exits 1 if a check failed:
   with a `_created` sample, scraped with the new count, after the old count's scrape. One more
   case, with --other-prometheus: a series back from an absence (stale markers between) whose
   created timestamp was set in a run the other Prometheus caused, before this one's stale
-  markers, so 3.x could not store its zero: the other Prometheus's `_created` at the return
-  shows the exporter served one. Each other decrease is a failure, named (with its absence, if
+  markers, so 3.x could not store its zero: a `_created` the other Prometheus stored between
+  the old count and two intervals after the return shows the exporter served one. Each other decrease is a failure, named (with its absence, if
   the series was absent before).
 """
 import argparse
@@ -275,7 +275,7 @@ def main():
                 elif created_between(created, name, labels, p - a.interval, q):
                     by_series += 1  # 2.42: the `_created` series, scraped with the new count
                 elif q - p > 1.5 * a.interval and any(
-                        abs(t - q) <= a.interval and v <= q
+                        p < t <= q + 2 * a.interval and v <= t
                         for t, v in other.get(family_key(name, labels), [])):
                     # Back after an absence with a created timestamp the exporter served (the
                     # other Prometheus stored it) but set in a run before this one's stale

@@ -62,12 +62,23 @@ date +%s >"$OUT/end"
 tail -3 "$OUT/vm.log"
 sleep 20 # the scrapes after the exporter stopped: up 0, which marks the end of the window
 report_rc=0
+# A 2.x server's `_created` series show the created timestamps the exporter served, for the 3.x
+# report (vm_report.py --other-prometheus).
+other=()
+i=0
+for v in $PROM_VERSIONS; do
+  [ "${v%%.*}" -lt 3 ] && other=(--other-prometheus "http://127.0.0.1:${PORTS[$i]}")
+  i=$((i + 1))
+done
 i=0
 for v in $PROM_VERSIONS; do
   echo "== Prometheus $v"
   mkdir -p "$OUT/report-$v"
+  extra=()
+  [ "${v%%.*}" -lt 3 ] || extra=("${other[@]}")
   "$PY" "$HERE/vm_report.py" --prometheus "http://127.0.0.1:${PORTS[$i]}" --guest "$OUT/vm/guest" \
-    --out "$OUT/report-$v" --start "$(cat "$OUT/start")" --end "$(cat "$OUT/end")" || report_rc=1
+    --out "$OUT/report-$v" --start "$(cat "$OUT/start")" --end "$(cat "$OUT/end")" "${extra[@]}" ||
+    report_rc=1
   i=$((i + 1))
 done
 echo "vm_soak: VM scenario rc=$vm_rc, reports rc=$report_rc: $OUT/report-*; Prometheus data: $OUT/prometheus-*"
