@@ -31,7 +31,7 @@ enum nvmeof_block_counter {
 
 struct nvmeof_block_key {
   unsigned int disk; /* the disk's diskseq (5.15+), else its dev_t (core_shims.h) */
-  unsigned int op;  /* enum nvmeof_block_op */
+  unsigned int op;   /* enum nvmeof_block_op */
 };
 
 /* The key as one word, for its count slot (count_cache.h): disk low, op high. */

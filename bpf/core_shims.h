@@ -24,9 +24,9 @@ struct gendisk___diskseq {
   __u64 diskseq;
 } __attribute__((preserve_access_index));
 
-#define NVMEOF_DISK_KEY(disk, read)                                            \
-  (bpf_core_field_exists(((struct gendisk___diskseq*)0)->diskseq)              \
-       ? (__u32)read((struct gendisk___diskseq*)(disk), diskseq)               \
+#define NVMEOF_DISK_KEY(disk, read)                               \
+  (bpf_core_field_exists(((struct gendisk___diskseq*)0)->diskseq) \
+       ? (__u32)read((struct gendisk___diskseq*)(disk), diskseq)  \
        : ((__u32)read((disk), major) << 20) | (__u32)read((disk), first_minor))
 #define NVMEOF_PLAIN_READ(src, field) ((src)->field)
 

@@ -90,9 +90,9 @@ class DiskNames {
 };
 
 // An NVMe-oF host namespace's disk (nvme1n1, its path nvme0c1n1, or a multipath head whose
-// subsystem has an rdma, tcp, fc or loop controller) that bpf.block_devices.include does not name: with the NVMe-oF stages
-// loaded, its block series are left out (the NVMe-oF host series time the same requests), and
-// the block programs need not time it (NVMEOF_CTRL_UNTIMED_BLOCK).
+// subsystem has an rdma, tcp, fc or loop controller) that bpf.block_devices.include does not name:
+// with the NVMe-oF stages loaded, its block series are left out (the NVMe-oF host series time the
+// same requests), and the block programs need not time it (NVMEOF_CTRL_UNTIMED_BLOCK).
 bool BlockSeriesLeftOut(const std::string& sysfs, const NameFilter& block_devices,
                         const std::string& disk);
 

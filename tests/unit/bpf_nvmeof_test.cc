@@ -308,7 +308,7 @@ TEST_F(BpfNvmeofCollectorTest, AHostDiskAndASubsystemAtOneAddressStayApart) {
   auto fake = MakeFakeNvmeof(
       {{kDisk, "nvme9c9n9"}, {nvmeof_name_key(kDisk, NVMEOF_ROLE_TARGET), "nqn.live"}},
       {
-          Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 5, 0),     // disconnected
+          Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 5, 0),    // disconnected
           Series(kDisk, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 7, 0),  // the new subsystem
       });
   auto forgotten = fake->forgotten;
@@ -396,7 +396,9 @@ TEST_F(BpfNvmeofCollectorTest, CommandDetailSumsNamespacesAndPorts) {
     auto port3_count = Series(kSubsys, kTarget, NVMEOF_KIND_COMMANDS, 0, 0, 60, 0);
     port3_count.key.port = 3;
     return MakeFakeNvmeof(
-        {{kDisk, "nvme0c1n1"}, {kDisk + 1, "nvme0c1n2"}, {kSubsysName, "nqn.2024-01.io.example:sub1"}},
+        {{kDisk, "nvme0c1n1"},
+         {kDisk + 1, "nvme0c1n2"},
+         {kSubsysName, "nqn.2024-01.io.example:sub1"}},
         {Series(kDisk, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 80, 0),
          Series(kDisk + 1, kHost, NVMEOF_KIND_COMMANDS, 0, 0, 30, 0),
          Series(kDisk, kHost, NVMEOF_KIND_TOTAL, NVMEOF_HP_SETUP, NVMEOF_HP_END, 8, 9000),
