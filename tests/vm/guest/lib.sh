@@ -71,11 +71,16 @@ setup_net() {
 }
 
 # setup_target TRTYPE PORTID SVCID NQN BLOCKDEV: one subsystem with namespace 1, exported on one port.
+# subsystem NQN DEV: an nvmet subsystem that any host may connect to, DEV its namespace 1.
+subsystem() {
+	local s=$CFG/subsystems/$1
+	mkdir "$s" && echo 1 >"$s/attr_allow_any_host" && mkdir "$s/namespaces/1" &&
+		printf %s "$2" >"$s/namespaces/1/device_path" && echo 1 >"$s/namespaces/1/enable"
+}
+
 setup_target() {
 	local s=$CFG/subsystems/$4 p=$CFG/ports/$2
-	mkdir "$s" && echo 1 >"$s/attr_allow_any_host" && mkdir "$s/namespaces/1" &&
-		printf %s "$5" >"$s/namespaces/1/device_path" && echo 1 >"$s/namespaces/1/enable" &&
-		mkdir "$p" && echo "$1" >"$p/addr_trtype" && echo ipv4 >"$p/addr_adrfam" &&
+	subsystem "$4" "$5" && mkdir "$p" && echo "$1" >"$p/addr_trtype" && echo ipv4 >"$p/addr_adrfam" &&
 		echo $IP >"$p/addr_traddr" && echo "$3" >"$p/addr_trsvcid" &&
 		ln -s "$s" "$p/subsystems/$4" || return 1
 	conf TRANSPORT "$1"

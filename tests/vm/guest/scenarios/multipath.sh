@@ -229,9 +229,7 @@ fi
 # (reuse-N) less before the disconnect (reuse-N-old: a new disk may have the old one's name).
 # Three tries of two subsystems; reuse-N.json: nv_names' keys (bpftool) before the scrape.
 subsystem_on_port2() { # NQN DEV
-	mkdir "$CFG/subsystems/$1" && echo 1 >"$CFG/subsystems/$1/attr_allow_any_host" &&
-		mkdir "$CFG/subsystems/$1/namespaces/1" && printf %s "$2" >"$CFG/subsystems/$1/namespaces/1/device_path" &&
-		echo 1 >"$CFG/subsystems/$1/namespaces/1/enable" && ln -s "$CFG/subsystems/$1" "$CFG/ports/2/subsystems/$1"
+	subsystem "$1" "$2" && ln -s "$CFG/subsystems/$1" "$CFG/ports/2/subsystems/$1"
 }
 subsystem_gone() { rm "$CFG/ports/2/subsystems/$1" && rmdir "$CFG/subsystems/$1/namespaces/1" "$CFG/subsystems/$1"; }
 disk_of() { # NQN: its namespace's block device, once there

@@ -77,11 +77,6 @@ port() { # ID TRTYPE SVCID NQN
 	mkdir "$p" && echo "$2" >"$p/addr_trtype" && echo ipv4 >"$p/addr_adrfam" &&
 		echo $IP >"$p/addr_traddr" && echo "$3" >"$p/addr_trsvcid" && ln -s "$CFG/subsystems/$4" "$p/subsystems/$4"
 }
-subsystem() { # NQN DEV
-	local s=$CFG/subsystems/$1
-	mkdir "$s" && echo 1 >"$s/attr_allow_any_host" && mkdir "$s/namespaces/1" &&
-		printf %s "$2" >"$s/namespaces/1/device_path" && echo 1 >"$s/namespaces/1/enable"
-}
 
 round_up() {
 	local m
